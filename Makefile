@@ -1,0 +1,43 @@
+# Two commands on a fresh machine: `make demo` and `make test`. Each makes .venv if it is
+# missing, installs the package (building the Cython core) and runs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip --disable-pip-version-check --quiet
+CORE := $(wildcard src/tfrecnp/_core/*.pyx src/tfrecnp/_core/*.pxd) setup.py pyproject.toml
+LINTED := src tests benchmarks
+
+.PHONY: demo test lint format bench clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip "setuptools>=69" wheel "Cython>=3.0" numpy
+
+# The editable install compiles the core in place; it reruns when a .pyx changes.
+$(VENV)/.built: $(CORE) | $(PY)
+	$(PIP) install --no-build-isolation -e .
+	touch $@
+
+$(VENV)/.test-deps: pyproject.toml | $(PY)
+	$(PIP) install --no-build-isolation -e '.[test]'
+	touch $@ $(VENV)/.built
+
+demo: $(VENV)/.built
+	$(VENV)/bin/tfrecnp demo
+
+test: $(VENV)/.test-deps $(VENV)/.built lint
+	$(PY) -m pytest
+
+lint: $(VENV)/.test-deps
+	$(PY) -m ruff check $(LINTED)
+	$(PY) -m ruff format --check $(LINTED)
+
+format: $(VENV)/.test-deps
+	$(PY) -m ruff check --fix $(LINTED)
+	$(PY) -m ruff format $(LINTED)
+
+bench: $(VENV)/.test-deps $(VENV)/.built
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf build src/tfrecnp/_core/*.c src/tfrecnp/_core/*.so $(VENV)

@@ -1,0 +1,1 @@
+"""The compiled core: buffers in, buffers out, GIL released. See each module's docstring."""

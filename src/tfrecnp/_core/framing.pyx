@@ -1,0 +1,375 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""TFRecord framing: file bytes -> record spans, payloads, and back.
+
+A TFRecord stream is frames back to back, no header or footer::
+
+    uint64 LE  payload length n
+    uint32 LE  masked CRC32C of those 8 length bytes
+    n bytes    payload
+    uint32 LE  masked CRC32C of the payload
+
+mask(c) = ((c >> 15) | (c << 17)) + 0xA282EAD8 (mod 2**32). CRC32C is CRC-32
+Castagnoli (reflected polynomial 0x82F63B78, init and final xor 0xFFFFFFFF).
+
+Everything here takes buffers and returns buffers or status codes; nothing allocates
+per record and the loops run without the GIL. No length read from the data is trusted:
+a frame is accepted only when its length CRC checks and the whole frame lies inside
+the bytes given. The Python layer (`tfrecnp.records`) turns status codes into errors
+with file names and record numbers.
+"""
+
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+
+cdef extern from *:
+    """
+    /* The only C in the core: the SSE4.2 crc32 instruction needs a per-function target
+       attribute and intrinsics, which Cython cannot spell. The CPU is checked at import. */
+    #include <stdint.h>
+    #include <string.h>
+    #define TFRECNP_LONG 8192
+    #define TFRECNP_SHORT 256
+    static uint32_t tfrecnp_shift_long[4][256];
+    static uint32_t tfrecnp_shift_short[4][256];
+
+    static inline uint32_t tfrecnp_shift(uint32_t t[4][256], uint32_t crc) {
+        return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
+    }
+
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    #include <cpuid.h>
+    #include <nmmintrin.h>
+    static int tfrecnp_cpu_has_sse42(void) {
+        unsigned int a, b, c, d;
+        if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+        return (c & bit_SSE4_2) != 0;
+    }
+    /* Three independent crc32 streams hide the instruction's 3-cycle latency; their
+       registers are joined with the zero-shift tables (raw register, no pre/post xor). */
+    #define TFRECNP_3WAY(BLOCK, TABLE)                                              \\
+        while (n >= 3 * (BLOCK)) {                                                  \\
+            uint64_t c1 = 0, c2 = 0, a, b, d;                                       \\
+            const uint8_t *end = p + (BLOCK);                                       \\
+            do {                                                                    \\
+                memcpy(&a, p, 8); memcpy(&b, p + (BLOCK), 8); memcpy(&d, p + 2 * (BLOCK), 8); \\
+                c0 = _mm_crc32_u64(c0, a); c1 = _mm_crc32_u64(c1, b); c2 = _mm_crc32_u64(c2, d); \\
+                p += 8;                                                             \\
+            } while (p < end);                                                      \\
+            c0 = tfrecnp_shift(TABLE, (uint32_t)c0) ^ (uint32_t)c1;                 \\
+            c0 = tfrecnp_shift(TABLE, (uint32_t)c0) ^ (uint32_t)c2;                 \\
+            p += 2 * (BLOCK);                                                       \\
+            n -= 3 * (BLOCK);                                                       \\
+        }
+    __attribute__((target("sse4.2")))
+    static uint32_t tfrecnp_crc_hw(uint32_t crc, const uint8_t *p, size_t n) {
+        uint64_t c0 = crc, a;
+        while (n && ((uintptr_t)p & 7)) { c0 = _mm_crc32_u8((uint32_t)c0, *p++); n--; }
+        TFRECNP_3WAY(TFRECNP_LONG, tfrecnp_shift_long)
+        TFRECNP_3WAY(TFRECNP_SHORT, tfrecnp_shift_short)
+        while (n >= 8) { memcpy(&a, p, 8); c0 = _mm_crc32_u64(c0, a); p += 8; n -= 8; }
+        while (n) { c0 = _mm_crc32_u8((uint32_t)c0, *p++); n--; }
+        return (uint32_t)c0;
+    }
+    #else
+    static int tfrecnp_cpu_has_sse42(void) { return 0; }
+    static uint32_t tfrecnp_crc_hw(uint32_t crc, const uint8_t *p, size_t n) { return crc; }
+    #endif
+    """
+    int TFRECNP_LONG
+    int TFRECNP_SHORT
+    uint32_t tfrecnp_shift_long[4][256]
+    uint32_t tfrecnp_shift_short[4][256]
+    int tfrecnp_cpu_has_sse42() noexcept nogil
+    uint32_t tfrecnp_crc_hw(uint32_t crc, const uint8_t *p, size_t n) noexcept nogil
+
+cdef uint32_t POLY = 0x82F63B78
+cdef uint32_t MASK_DELTA = 0xA282EAD8
+
+cdef enum Status:
+    # Shared with tfrecnp.records through the Python names below.
+    S_LIMIT = 0            # stopped after filling the output arrays
+    S_NEED_MORE = 1        # the frame at pos does not lie wholly before the limit
+    S_BAD_LENGTH_CRC = 2   # the 8 length bytes at pos fail their CRC
+    S_NOT_FOUND = 3        # find_frame: no frame starts before the end of the buffer
+
+LIMIT = S_LIMIT
+NEED_MORE = S_NEED_MORE
+BAD_LENGTH_CRC = S_BAD_LENGTH_CRC
+FOUND = S_LIMIT  # find_frame: a whole valid frame starts at pos
+NOT_FOUND = S_NOT_FOUND
+
+cdef uint32_t table[8][256]    # slicing-by-8 tables for the software path
+cdef bint use_hw = False
+
+
+cdef uint32_t gf2_apply(const uint32_t *mat, uint32_t vec) noexcept nogil:
+    cdef uint32_t out = 0
+    cdef int j = 0
+    while vec:
+        if vec & 1:
+            out ^= mat[j]
+        vec >>= 1
+        j += 1
+    return out
+
+
+cdef void zero_shift_table(uint32_t out[4][256], size_t nbytes) noexcept:
+    """Tables for the linear map 'run the raw CRC register over nbytes zero bytes'."""
+    cdef uint32_t step[32]
+    cdef uint32_t acc[32]
+    cdef uint32_t tmp[32]
+    cdef int j, k
+    cdef size_t bits = nbytes * 8
+    step[0] = POLY                       # one zero bit: s -> (s >> 1) ^ (POLY if s & 1)
+    for j in range(1, 32):
+        step[j] = (<uint32_t>1) << (j - 1)
+    for j in range(32):
+        acc[j] = (<uint32_t>1) << j      # identity
+    while bits:
+        if bits & 1:
+            for j in range(32):
+                tmp[j] = gf2_apply(step, acc[j])
+            memcpy(acc, tmp, sizeof(tmp))
+        for j in range(32):
+            tmp[j] = gf2_apply(step, step[j])
+        memcpy(step, tmp, sizeof(tmp))
+        bits >>= 1
+    for k in range(4):
+        for j in range(256):
+            out[k][j] = gf2_apply(acc, (<uint32_t>j) << (8 * k))
+
+
+cdef void init_tables() noexcept:
+    global use_hw
+    cdef uint32_t c
+    cdef int n, k
+    for n in range(256):
+        c = n
+        for k in range(8):
+            c = (c >> 1) ^ (POLY if c & 1 else 0)
+        table[0][n] = c
+    for n in range(256):
+        for k in range(1, 8):
+            table[k][n] = (table[k - 1][n] >> 8) ^ table[0][table[k - 1][n] & 0xFF]
+    zero_shift_table(tfrecnp_shift_long, TFRECNP_LONG)
+    zero_shift_table(tfrecnp_shift_short, TFRECNP_SHORT)
+    use_hw = tfrecnp_cpu_has_sse42() != 0
+
+
+init_tables()
+
+
+cdef inline uint32_t load32(const uint8_t *p) noexcept nogil:
+    return p[0] | (<uint32_t>p[1] << 8) | (<uint32_t>p[2] << 16) | (<uint32_t>p[3] << 24)
+
+
+cdef inline uint64_t load64(const uint8_t *p) noexcept nogil:
+    return load32(p) | (<uint64_t>load32(p + 4) << 32)
+
+
+cdef inline void store32(uint8_t *p, uint32_t v) noexcept nogil:
+    p[0] = v & 0xFF
+    p[1] = (v >> 8) & 0xFF
+    p[2] = (v >> 16) & 0xFF
+    p[3] = v >> 24
+
+
+cdef uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t n) noexcept nogil:
+    """Raw-register CRC32C, slicing by 8."""
+    cdef uint32_t hi
+    while n >= 8:
+        crc ^= load32(p)
+        hi = load32(p + 4)
+        crc = (table[7][crc & 0xFF] ^ table[6][(crc >> 8) & 0xFF]
+               ^ table[5][(crc >> 16) & 0xFF] ^ table[4][crc >> 24]
+               ^ table[3][hi & 0xFF] ^ table[2][(hi >> 8) & 0xFF]
+               ^ table[1][(hi >> 16) & 0xFF] ^ table[0][hi >> 24])
+        p += 8
+        n -= 8
+    while n:
+        crc = (crc >> 8) ^ table[0][(crc ^ p[0]) & 0xFF]
+        p += 1
+        n -= 1
+    return crc
+
+
+cdef inline uint32_t crc32c_of(const uint8_t *p, size_t n) noexcept nogil:
+    if use_hw:
+        return ~tfrecnp_crc_hw(0xFFFFFFFF, p, n)
+    return ~crc_sw(0xFFFFFFFF, p, n)
+
+
+cdef inline uint32_t masked(uint32_t c) noexcept nogil:
+    return ((c >> 15) | (c << 17)) + MASK_DELTA
+
+
+cdef inline bint header_ok(const uint8_t *p) noexcept nogil:
+    return masked(crc32c_of(p, 8)) == load32(p + 8)
+
+
+def has_sse42() -> bool:
+    """Whether CRC32C runs on the SSE4.2 crc32 instruction on this CPU."""
+    return use_hw
+
+
+def crc32c(const uint8_t[::1] data, uint32_t crc=0, *, hardware=None) -> int:
+    """CRC32C of data, continuing from crc (so crc32c(b, crc32c(a)) == crc32c(a + b)).
+
+    hardware=None picks the fastest path; True/False force one (tests check both).
+    """
+    cdef const uint8_t *p = &data[0] if data.shape[0] else NULL
+    cdef size_t n = data.shape[0]
+    cdef bint hw = use_hw if hardware is None else bool(hardware)
+    if hw and not use_hw:
+        raise RuntimeError("this CPU has no SSE4.2 crc32 instruction")
+    with nogil:
+        if hw:
+            crc = ~tfrecnp_crc_hw(~crc, p, n)
+        else:
+            crc = ~crc_sw(~crc, p, n)
+    return crc
+
+
+def mask_crc(uint32_t crc) -> int:
+    """TFRecord's CRC mask: rotate right by 15, then add 0xA282EAD8."""
+    return masked(crc)
+
+
+def scan_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t limit,
+                int64_t[::1] starts, int64_t[::1] lengths):
+    """Walk frame headers in buf from pos, recording frame starts and payload lengths.
+
+    A frame counts when its 12 header bytes are in buf, its length CRC checks and the
+    whole frame ends at or before `limit` (an offset relative to buf). `limit` may lie
+    past the end of buf: then payloads are only stepped over and the returned pos may
+    point past the buffer (a reader that only wants headers seeks there).
+
+    Returns (status, pos, n, length): n frames were recorded; pos is where the walk
+    stopped; status is LIMIT (the arrays are full), NEED_MORE (the frame at pos is not
+    whole; length is its payload length, or -1 when its header is incomplete), or
+    BAD_LENGTH_CRC (at pos).
+    """
+    cdef Py_ssize_t size = buf.shape[0], cap = min(starts.shape[0], lengths.shape[0])
+    cdef Py_ssize_t n = 0
+    cdef uint64_t length = 0
+    cdef int status = S_LIMIT
+    cdef bint have_length = False
+    if pos < 0 or pos > size or limit < pos:
+        raise ValueError(f"bad window: pos {pos}, limit {limit}, buffer {size}")
+    cdef const uint8_t *base = &buf[0] if size else NULL
+    with nogil:
+        while n < cap:
+            if size - pos < 12:
+                status = S_NEED_MORE
+                break
+            if not header_ok(base + pos):
+                status = S_BAD_LENGTH_CRC
+                break
+            length = load64(base + pos)
+            if limit - pos < 16 or length > <uint64_t>(limit - pos - 16):
+                status = S_NEED_MORE
+                have_length = True
+                break
+            starts[n] = pos
+            lengths[n] = <int64_t>length
+            n += 1
+            pos += 16 + <Py_ssize_t>length
+    return status, pos, n, (int(length) if have_length else -1)
+
+
+def gather_payloads(const uint8_t[::1] buf, const int64_t[::1] starts,
+                    const int64_t[::1] lengths, uint8_t[::1] out, int64_t[::1] offsets,
+                    bint check_crc=True) -> int:
+    """Copy the payloads of the frames at starts into out, back to back.
+
+    offsets (len(starts) + 1) receives each payload's position in out. With check_crc,
+    each payload's CRC is checked in the same pass as the copy. Returns the index of the
+    first frame whose payload CRC fails (nothing from it on is copied), or -1.
+    """
+    cdef Py_ssize_t n = starts.shape[0], size = buf.shape[0], i
+    cdef Py_ssize_t room = out.shape[0], o = 0, start
+    cdef int64_t length
+    cdef Py_ssize_t bad = -1
+    cdef bint invalid = False
+    if lengths.shape[0] != n or offsets.shape[0] != n + 1:
+        raise ValueError("starts, lengths and offsets disagree in length")
+    cdef const uint8_t *src = &buf[0] if size else NULL
+    cdef uint8_t *dst = &out[0] if room else NULL
+    with nogil:
+        offsets[0] = 0
+        for i in range(n):
+            start = starts[i]
+            length = lengths[i]
+            if start < 0 or length < 0 or start > size or size - start < 16 + length or room - o < length:
+                invalid = True
+                break
+            if check_crc and masked(crc32c_of(src + start + 12, length)) != load32(src + start + 12 + length):
+                bad = i
+                break
+            if length:
+                memcpy(dst + o, src + start + 12, length)
+            o += length
+            offsets[i + 1] = o
+    if invalid:
+        raise ValueError(f"frame {i} (start {start}, length {length}) lies outside the buffers")
+    return bad
+
+
+def find_frame(const uint8_t[::1] buf, Py_ssize_t pos) -> tuple:
+    """Search forward from pos for the next whole valid frame (both CRCs check).
+
+    Returns (FOUND, p), (NEED_MORE, p) when a frame with a valid header starts at p but
+    runs past the end of buf, or (NOT_FOUND, p) with p the first offset not searched.
+    Used to resynchronise after corruption.
+    """
+    cdef Py_ssize_t size = buf.shape[0]
+    cdef uint64_t length
+    cdef int status = S_NOT_FOUND
+    if pos < 0:
+        raise ValueError("negative position")
+    cdef const uint8_t *base = &buf[0] if size else NULL
+    with nogil:
+        while size - pos >= 12:
+            if header_ok(base + pos):
+                length = load64(base + pos)
+                if size - pos < 16 or length > <uint64_t>(size - pos - 16):
+                    status = S_NEED_MORE
+                    break
+                if masked(crc32c_of(base + pos + 12, length)) == load32(base + pos + 12 + length):
+                    status = S_LIMIT
+                    break
+            pos += 1
+    return status, pos
+
+
+def frame_payloads(const uint8_t[::1] payloads, const int64_t[::1] offsets, uint8_t[::1] out) -> int:
+    """Write one frame per payload (payloads[offsets[i]:offsets[i+1]]) into out.
+
+    out must hold exactly len(payloads used) + 16 per record; returns bytes written.
+    """
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i, o = 0, room = out.shape[0]
+    cdef Py_ssize_t size = payloads.shape[0]
+    cdef int64_t a, b, length
+    cdef bint invalid = False
+    if n < 0:
+        raise ValueError("offsets needs at least one entry")
+    cdef const uint8_t *src = &payloads[0] if size else NULL
+    cdef uint8_t *dst = &out[0] if room else NULL
+    with nogil:
+        for i in range(n):
+            a = offsets[i]
+            b = offsets[i + 1]
+            length = b - a
+            if a < 0 or b < a or b > size or room - o < 16 + length:
+                invalid = True
+                break
+            store32(dst + o, <uint32_t>length)
+            store32(dst + o + 4, <uint32_t>(length >> 32))
+            store32(dst + o + 8, masked(crc32c_of(dst + o, 8)))
+            if length:
+                memcpy(dst + o + 12, src + a, length)
+            store32(dst + o + 12 + length, masked(crc32c_of(src + a, length)))
+            o += 16 + length
+    if invalid:
+        raise ValueError(f"record {i}: offsets {a}..{b} do not fit the payload or output buffer")
+    return o

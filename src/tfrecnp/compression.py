@@ -1,0 +1,101 @@
+"""TFRecord compression: TensorFlow's "GZIP" and "ZLIB" wrap the whole framed stream.
+
+Detection reads the first 12 bytes: a valid frame header means uncompressed; otherwise the
+gzip magic (1f 8b) or a zlib header (CMF/FLG with CM=8 and a checksum divisible by 31)
+names the codec. Streams decompress in bounded memory, a chunk at a time.
+"""
+
+from __future__ import annotations
+
+import io
+import zlib
+from typing import BinaryIO
+
+from ._core import framing
+
+__all__ = ["COMPRESSIONS", "detect_compression", "normalize_compression"]
+
+COMPRESSIONS = (None, "GZIP", "ZLIB")
+_WBITS = {"GZIP": 16 + zlib.MAX_WBITS, "ZLIB": zlib.MAX_WBITS}
+_READ_SIZE = 1 << 18
+
+
+def normalize_compression(compression: str | None, *, allow_auto: bool = True) -> str | None:
+    """Map TensorFlow's spellings ("GZIP", "ZLIB", "" or None) to GZIP / ZLIB / None."""
+    if compression is None:
+        return None
+    name = compression.upper()
+    if name in ("", "NONE"):
+        return None
+    if name in ("GZIP", "ZLIB") or (name == "AUTO" and allow_auto):
+        return name if name != "AUTO" else "auto"
+    allowed = '"auto", None, "GZIP", "ZLIB"' if allow_auto else 'None, "GZIP", "ZLIB"'
+    raise ValueError(f"unknown compression {compression!r}; use one of {allowed}")
+
+
+def detect_compression(head: bytes) -> str | None:
+    """Guess the compression of a file from its first bytes (at least 12 when available)."""
+    if len(head) >= 12 and framing.mask_crc(framing.crc32c(head[:8])) == int.from_bytes(
+        head[8:12], "little"
+    ):
+        return None
+    if head[:2] == b"\x1f\x8b":
+        return "GZIP"
+    zlib_header = len(head) >= 2 and head[0] & 0x0F == 8 and head[0] >> 4 <= 7
+    if zlib_header and (head[0] << 8 | head[1]) % 31 == 0:
+        return "ZLIB"
+    return None
+
+
+class DecompressingReader(io.RawIOBase):
+    """A readable stream of the decompressed bytes of a GZIP or ZLIB file.
+
+    Concatenated members (gzip -c a b) read as one stream. A stream that stops before its
+    end marker raises EOFError; damaged data raises zlib.error.
+    """
+
+    def __init__(self, raw: BinaryIO, compression: str):
+        self._raw = raw
+        self._wbits = _WBITS[compression]
+        self._codec = zlib.decompressobj(self._wbits)
+        self._input = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        view = memoryview(buffer).cast("B")
+        if not len(view):
+            return 0
+        while True:
+            if not self._input:
+                self._input = self._raw.read(_READ_SIZE)
+                if not self._input:
+                    if not self._codec.eof:
+                        raise EOFError("the compressed stream ends before its end marker")
+                    return 0
+            if self._codec.eof:  # another member follows
+                self._codec = zlib.decompressobj(self._wbits)
+            data = self._codec.decompress(self._input, len(view))
+            self._input = self._codec.unconsumed_tail or self._codec.unused_data
+            if data:
+                view[: len(data)] = data
+                return len(data)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class CompressingWriter:
+    """Compresses what is written to it into raw (GZIP or ZLIB, TensorFlow's level 6)."""
+
+    def __init__(self, raw: BinaryIO, compression: str, level: int = 6):
+        self._raw = raw
+        self._codec = zlib.compressobj(level, zlib.DEFLATED, _WBITS[compression])
+
+    def write(self, data) -> None:
+        self._raw.write(self._codec.compress(data))
+
+    def finish(self) -> None:
+        self._raw.write(self._codec.flush())
