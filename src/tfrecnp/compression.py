@@ -59,6 +59,7 @@ class DecompressingReader(io.RawIOBase):
         self._wbits = _WBITS[compression]
         self._codec = zlib.decompressobj(self._wbits)
         self._input = b""
+        self._empty = True  # an empty file is zero records whatever its compression (as in TF)
 
     def readable(self) -> bool:
         return True
@@ -71,9 +72,10 @@ class DecompressingReader(io.RawIOBase):
             if not self._input:
                 self._input = self._raw.read(_READ_SIZE)
                 if not self._input:
-                    if not self._codec.eof:
+                    if not self._codec.eof and not self._empty:
                         raise EOFError("the compressed stream ends before its end marker")
                     return 0
+            self._empty = False
             if self._codec.eof:  # another member follows
                 self._codec = zlib.decompressobj(self._wbits)
             data = self._codec.decompress(self._input, len(view))

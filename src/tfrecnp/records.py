@@ -55,7 +55,7 @@ PathLike = str | os.PathLike
 Paths = PathLike | Iterable[PathLike]
 OnError = Literal["raise", "skip", "warn"]
 
-CHUNK_BYTES = 4 << 20  # read-buffer size; grows only to hold one larger record
+CHUNK_BYTES = 1 << 20  # read-buffer size; grows only to hold one larger record
 SEEK_READ_BYTES = 4096  # a header-only scan reads this much after each jump over a payload
 MAX_PLAUSIBLE_LENGTH = 1 << 31  # protobuf messages stop at 2 GiB; past this a length is nonsense
 INDEX_SUFFIX = ".idx"
@@ -65,9 +65,9 @@ SALVAGE_HINT = (
 
 
 def expand_paths(paths: Paths) -> list[str]:
-    """A path, a glob, a directory (its non-hidden files, index files left out) or a list
-    of those -> the list of files, in order. Raises FileNotFoundError naming what matched
-    nothing."""
+    """A path, a glob, a directory (its non-hidden files) or a list of those -> the list of
+    files, in order; .idx sidecars in directories and glob matches are left out. Raises
+    FileNotFoundError naming what matched nothing."""
     if isinstance(paths, (str, os.PathLike)):
         path = os.fspath(paths)
         if os.path.isdir(path):
@@ -81,7 +81,9 @@ def expand_paths(paths: Paths) -> list[str]:
                 raise FileNotFoundError(f"directory {path} holds no files")
             return files
         if glob.has_magic(path):
-            files = sorted(f for f in glob.glob(path) if os.path.isfile(f))
+            files = sorted(
+                f for f in glob.glob(path) if os.path.isfile(f) and not f.endswith(INDEX_SUFFIX)
+            )
             if not files:
                 raise FileNotFoundError(f"no files match {path}")
             return files
@@ -211,6 +213,7 @@ class _Stream:
         self.view = memoryview(self.buf)
         self.base = self.start = self.end = 0
         self.eof = False
+        self.damage: Exception | None = None  # why a compressed stream stopped early
 
     def close(self) -> None:
         self.view.release()
@@ -236,7 +239,7 @@ class _Stream:
             try:
                 got = self.source.readinto(self.view[self.end : min(len(self.buf), goal)])
             except (EOFError, zlib.error) as e:
-                raise self._stream_error(e) from e
+                self.damage, got = e, 0  # reported when the bytes decoded before it run out
             if not got:
                 self.eof = True
             self.end += got
@@ -245,15 +248,6 @@ class _Stream:
         """Continue at stream offset `offset` (uncompressed files only), discarding the buffer."""
         self.raw.seek(offset)
         self.base, self.start, self.end, self.eof = offset, 0, 0, False
-
-    def _stream_error(self, e: Exception) -> CorruptRecordError:
-        return CorruptRecordError(
-            f"compressed stream is damaged ({e})",
-            path=self.path,
-            record=-1,
-            offset=self.base + self.end,
-            hint="offsets count decompressed bytes; the records before it were read",
-        )
 
 
 class RecordReader:
@@ -287,34 +281,30 @@ class RecordReader:
         """Batches of exactly batch_size records (the last may be short), across files."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-        pending: list[RecordBatch] = []
-        count = 0
-        for path in self.paths:
-            for part in self._walk(path, batch_size, payloads=True):
-                while len(part):
-                    take = min(batch_size - count, len(part))
-                    if take == len(part) == batch_size:
-                        yield part
-                        break
-                    pending.append(part.slice(0, take))
-                    part = part.slice(take, len(part))
-                    count += take
-                    if count == batch_size:
-                        yield RecordBatch.concat(pending)
-                        pending, count = [], 0
-        if pending:
-            yield RecordBatch.concat(pending)
+        batch = _BatchBuilder(batch_size)
+        later = np.cumsum([_size_or_zero(p) for p in reversed(self.paths)])[::-1].tolist()
+        try:
+            for k, path in enumerate(self.paths):
+                batch.later_bytes = later[k + 1] if k + 1 < len(later) else 0
+                yield from self._walk(path, batch_size, batch)
+        except CorruptRecordError:
+            if batch.n:  # the good records before the damage come out first, as in TensorFlow
+                yield batch.take()
+            raise
+        if batch.n:
+            yield batch.take()
 
     def indexes(self) -> Iterator[RecordIndex]:
         """One RecordIndex per file, from a scan that reads only frame headers where it can."""
         for path in self.paths:
-            parts = list(self._walk(path, 1 << 16, payloads=False))
+            parts = list(self._walk(path, 1 << 16))
             offsets = [p[0] for p in parts] or [np.empty(0, np.int64)]
             lengths = [p[1] for p in parts] or [np.empty(0, np.int64)]
             yield RecordIndex(path, np.concatenate(offsets), np.concatenate(lengths))
 
-    def _walk(self, path: str, limit: int, *, payloads: bool):
-        """Yields RecordBatch parts (payloads) or (offsets, lengths) pairs for one file."""
+    def _walk(self, path: str, limit: int, batch: _BatchBuilder | None = None):
+        """For one file: fills `batch`, yielding it whenever it is full, or (without a
+        batch) yields (offsets, lengths) pairs from a header-only walk."""
         compression = (
             file_compression(path, self.compression)
             if self.compression == "auto"
@@ -322,7 +312,7 @@ class RecordReader:
         )
         stream = _Stream(path, compression)
         try:
-            yield from _walk_stream(self, stream, limit, payloads)
+            yield from _walk_stream(self, stream, limit, batch)
         finally:
             stream.close()
 
@@ -347,8 +337,98 @@ class RecordReader:
             )
 
 
-def _walk_stream(reader: RecordReader, s: _Stream, limit: int, payloads: bool):
-    seek_headers = not payloads and s.compression is None
+def _size_or_zero(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:  # reported when the file is opened
+        return 0
+
+
+class _BatchBuilder:
+    """The batch being filled: payloads are gathered straight into its final buffer, chunk
+    after chunk and file after file, so no batch is ever sliced or concatenated.
+
+    The buffer is sized from the records seen so far (average payload x records still to
+    come, plus 1/16), never beyond the bytes left in the files for uncompressed input; a
+    wrong guess costs one copy when it grows. A full batch is handed out and the builder
+    starts a fresh buffer, so nothing handed out is written again.
+    """
+
+    def __init__(self, size: int):
+        self.size = size
+        self.later_bytes = 0  # bytes of the files after the current one
+        self.seen_records = self.seen_bytes = 0
+        self._start()
+
+    def _start(self) -> None:
+        self.data: np.ndarray | None = None
+        self.offsets = np.zeros(min(self.size, 1 << 16) + 1, np.int64)
+        self.n = self.used = 0
+        self.origins: list[tuple[int, str, int]] = []
+        self.follows: tuple[str, int] | None = None  # (path, record) that continues origins[-1]
+
+    def gather(self, s: _Stream, starts, lengths, total: int, verify: bool, record: int) -> int:
+        """Append the payloads of the n frames at starts (total payload bytes); returns the
+        index of the first whose CRC fails, or -1 (the good ones before it are kept)."""
+        n = len(starts)
+        need = self.used + total
+        if self.data is None or len(self.data) < need:
+            self._reserve(need, n, total, s)
+        if len(self.offsets) <= self.n + n:
+            grown = np.zeros(min(self.size, 2 * (self.n + n)) + 1, np.int64)
+            grown[: self.n + 1] = self.offsets[: self.n + 1]
+            self.offsets = grown
+        bad = framing.gather_payloads(
+            s.view[: s.end],
+            starts,
+            lengths,
+            self.data[self.used :],
+            self.offsets[self.n : self.n + n + 1],
+            verify,
+            self.used,
+        )
+        good = n if bad < 0 else bad
+        if good:
+            if self.follows != (s.path, record):
+                self.origins.append((self.n, s.path, record))
+            self.follows = (s.path, record + good)
+            self.n += good
+            used = int(self.offsets[self.n])
+            self.seen_records += good
+            self.seen_bytes += used - self.used
+            self.used = used
+        return bad
+
+    def _reserve(self, need: int, n: int, total: int, s: _Stream) -> None:
+        rest = self.size - self.n - n  # records this batch takes after these
+        average = (self.seen_bytes + total) / (self.seen_records + n)
+        guess = int(average * rest * 17 / 16) + 64 if rest else 0
+        if s.size is not None:  # uncompressed: at most what the files still hold
+            guess = min(guess, s.size - s.base - s.start - total + self.later_bytes)
+        else:
+            guess = min(guess, 8 * need + CHUNK_BYTES)
+        capacity = need + max(guess, 0)
+        if self.data is None:
+            self.data = np.empty(capacity, np.uint8)
+            return
+        grown = np.empty(max(capacity, len(self.data) * 3 // 2), np.uint8)
+        grown[: self.used] = self.data[: self.used]
+        self.data = grown
+
+    def take(self) -> RecordBatch:
+        """The batch so far (the builder starts afresh)."""
+        data = self.data[: self.used] if self.data is not None else np.empty(0, np.uint8)
+        batch = RecordBatch(data, self.offsets[: self.n + 1], tuple(self.origins))
+        self._start()
+        return batch
+
+
+def _walk_stream(reader: RecordReader, s: _Stream, limit: int, batch: _BatchBuilder | None):
+    seek_headers = batch is None and s.compression is None
+    # Payload walks scan every frame of a chunk in one call, while the chunk is in cache;
+    # a chunk holds at most CHUNK_BYTES // 16 frames (a batch_size of 10**9 must not
+    # allocate 16 GB), unless it grew to hold one larger record.
+    limit = CHUNK_BYTES // 16 if batch is not None else min(limit, CHUNK_BYTES // 16)
     starts = np.empty(limit, np.int64)
     lengths = np.empty(limit, np.int64)
     record = 0
@@ -358,27 +438,33 @@ def _walk_stream(reader: RecordReader, s: _Stream, limit: int, payloads: bool):
         status, pos, n, length = framing.scan_frames(
             s.view[: s.end], s.start, scan_limit, starts, lengths
         )
-        if n and not payloads:
+        if n and batch is None:
             yield starts[:n] + s.base, lengths[:n].copy()
         elif n:
-            total = int(lengths[:n].sum())
-            data = np.empty(total, np.uint8)
-            offsets = np.empty(n + 1, np.int64)
-            bad = framing.gather_payloads(
-                s.view[: s.end], starts[:n], lengths[:n], data, offsets, reader.verify_crc
-            )
-            good = n if bad < 0 else bad
-            if good:
-                yield RecordBatch(
-                    data[: offsets[good]], offsets[: good + 1], ((0, s.path, record),)
+            i = 0
+            while i < n:  # gather the chunk's frames into batches
+                k = min(n - i, batch.size - batch.n)
+                # frames lie back to back: their payloads total (bytes spanned) - 16 k
+                end = pos if i + k == n else int(starts[i + k])
+                total = end - int(starts[i]) - 16 * k
+                bad = batch.gather(
+                    s, starts[i : i + k], lengths[i : i + k], total, reader.verify_crc, record
                 )
+                good = k if bad < 0 else bad
+                if batch.n == batch.size:
+                    yield batch.take()
+                if bad >= 0:
+                    break
+                record += k
+                i += k
             if bad >= 0:
-                at = int(starts[bad])
-                reason = _payload_crc_reason(s.view, at, int(lengths[bad]))
+                at = int(starts[i + bad])
+                reason = _payload_crc_reason(s.view, at, int(lengths[i + bad]))
                 reader._damage(reason, s, record + good, s.base + at)
-                record += good
+                record += good + 1  # its header checked: it was one record, the next is +1
                 _resync(reader, s, at + 1, at)
                 continue
+            n = 0  # counted above
         record += n
         s.start = pos
         if status == framing.LIMIT:
@@ -404,6 +490,11 @@ def _walk_stream(reader: RecordReader, s: _Stream, limit: int, payloads: bool):
         s.fill(need)
         if s.end - s.start < need:
             left = s.end - s.start
+            if s.damage is not None:  # nothing after it can be decoded: end the file here
+                reason = f"compressed stream is damaged ({s.damage})"
+                reader._damage(reason, s, record, s.base + s.start)
+                reader._report_skip(left)
+                return
             if left == 0:
                 return
             reader._damage(_short_reason(left, length), s, record, s.base + s.start)
@@ -499,29 +590,52 @@ def read_index(index_file: PathLike, data_file: PathLike | None = None) -> Recor
     """Read an `offset length` index. With data_file given, returns None (and warns) when
     the index does not describe that file (stale or foreign), so callers rescan."""
     index_file = os.fspath(index_file)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # an empty index is a valid index of an empty file
-        table = np.loadtxt(index_file, dtype=np.int64, ndmin=2)
-    if table.size and table.shape[1] != 2:
-        raise ValueError(f"{index_file}: expected two columns (offset length) per line")
+    path = os.fspath(data_file) if data_file is not None else index_file[: -len(INDEX_SUFFIX)]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an empty index is a valid index of an empty file
+            table = np.loadtxt(index_file, dtype=np.int64, ndmin=2)
+        if table.size and table.shape[1] != 2:
+            raise ValueError("expected two columns (offset length) per line")
+    except ValueError as e:
+        if data_file is None:
+            raise ValueError(f"{index_file}: {e}") from e
+        return _ignore_index(index_file, path)
     table = table.reshape(-1, 2)
     offsets, frames = table[:, 0].copy(), table[:, 1].copy()
     consistent = bool(
         np.all(frames >= 16) and np.all(offsets[1:] == offsets[:-1] + frames[:-1])
     ) and (len(offsets) == 0 or offsets[0] == 0)
-    path = os.fspath(data_file) if data_file is not None else index_file[: -len(INDEX_SUFFIX)]
     if data_file is not None:
         end = int(offsets[-1] + frames[-1]) if len(offsets) else 0
-        if not consistent or end != os.path.getsize(path):
-            warnings.warn(
-                f"ignoring index {index_file}: it does not describe {path} "
-                "(stale or foreign); rescanning",
-                stacklevel=3,
-            )
-            return None
+        if not (
+            consistent and end == os.path.getsize(path) and _headers_agree(path, offsets, frames)
+        ):
+            return _ignore_index(index_file, path)
     elif not consistent:
         raise ValueError(f"{index_file}: offsets and lengths do not tile a file")
     return RecordIndex(path, offsets, frames - 16)
+
+
+def _ignore_index(index_file: str, path: str) -> None:
+    warnings.warn(
+        f"ignoring index {index_file}: it does not describe {path} (stale or foreign); rescanning",
+        stacklevel=4,
+    )
+
+
+def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
+    """Spot-check an index against its file (a few 12-byte reads): the first, middle and last
+    indexed frames must start with a header whose length CRC checks and whose length agrees."""
+    with open(path, "rb") as f:
+        for i in sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else ():
+            f.seek(int(offsets[i]))
+            head = f.read(12)
+            if len(head) < 12 or int.from_bytes(head[:8], "little") != frames[i] - 16:
+                return False
+            if framing.mask_crc(framing.crc32c(head[:8])) != int.from_bytes(head[8:], "little"):
+                return False
+    return True
 
 
 class atomic_output:
@@ -537,10 +651,12 @@ class atomic_output:
         return self.tmp
 
     def __exit__(self, kind, value, traceback) -> None:
-        if kind is None:
-            os.replace(self.tmp, self.path)
-        elif os.path.exists(self.tmp):
-            os.unlink(self.tmp)
+        try:
+            if kind is None:
+                os.replace(self.tmp, self.path)
+        finally:
+            if os.path.exists(self.tmp):  # the block raised, or the rename itself failed
+                os.unlink(self.tmp)
 
 
 class RecordWriter:
@@ -557,6 +673,9 @@ class RecordWriter:
         self.path = os.fspath(path)
         self.compression = normalize_compression(compression, allow_auto=False)
         self._target = atomic_output(self.path)
+        folder = os.path.dirname(self.path) or "."
+        if not os.path.isdir(folder):
+            raise FileNotFoundError(f"cannot write {self.path}: no such directory {folder}")
         self._raw = open(self._target.tmp, "wb")  # noqa: SIM115 (closed by close/abort)
         self._sink = (
             CompressingWriter(self._raw, self.compression) if self.compression else self._raw

@@ -1,0 +1,150 @@
+"""Shared pieces of the benchmarks: data cache, timing, peer subprocesses, the result table.
+
+Each `bench_*.py` module defines ``main(argv) -> int``; `run.py` calls them in turn.
+Peers (TensorFlow, vahidk's `tfrecord`) run in their own subprocess, because the two
+cannot be imported into one process and because a peer's import cost should not count:
+a peer script times its own loop and prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+DATA_DIR = Path(os.environ.get("TFRECNP_BENCH_DATA", BENCH_DIR.parent / "bench-data"))
+PEER_TIMEOUT = 600  # seconds; a peer that takes longer is reported as failed
+
+
+def timings(fn: Callable[[], object], runs: int) -> list[float]:
+    """Wall-clock seconds of `runs` calls of fn."""
+    out = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def warm_page_cache(path: Path) -> None:
+    """Read the file once so every timed run reads from the page cache."""
+    buf = bytearray(1 << 20)
+    with open(path, "rb", buffering=0) as f:
+        while f.readinto(buf):
+            pass
+
+
+@dataclass
+class Result:
+    """One row of a table: a case timed `len(seconds)` times over nbytes and nrecords."""
+
+    name: str
+    seconds: list[float]
+    nbytes: int
+    nrecords: int
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def mb_per_s(self) -> float:
+        return self.nbytes / self.median / 1e6
+
+    @property
+    def records_per_s(self) -> float:
+        return self.nrecords / self.median
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median of the runs: large values mean a noisy measurement."""
+        return (max(self.seconds) - min(self.seconds)) / self.median
+
+
+def run_peer(script: Path, args: list[str]) -> dict:
+    """Run `python script --peer ...args` and return the JSON object on its last stdout line.
+
+    Returns {"skip": reason} when the peer cannot run (not installed, crashed, timed out).
+    """
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
+    try:
+        proc = subprocess.run(
+            [sys.executable, str(script), "--peer", *args],
+            capture_output=True,
+            text=True,
+            timeout=PEER_TIMEOUT,
+            env=env,
+        )
+    except subprocess.TimeoutExpired:
+        return {"skip": f"timed out after {PEER_TIMEOUT} s"}
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode == 0 and lines:
+        try:
+            return json.loads(lines[-1])
+        except json.JSONDecodeError:
+            pass
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"skip": f"exit status {proc.returncode}: {tail}"}
+
+
+def peer_report(seconds: list[float], records: int, **extra) -> None:
+    """What a peer subprocess prints: its run times and record count, as one JSON line."""
+    print(json.dumps({"seconds": seconds, "records": records, **extra}), flush=True)
+
+
+def format_rate(x: float) -> str:
+    if x >= 1e9:
+        return f"{x / 1e9:.2f} G"
+    if x >= 1e6:
+        return f"{x / 1e6:.2f} M"
+    if x >= 1e3:
+        return f"{x / 1e3:.1f} k"
+    return f"{x:.0f} "
+
+
+def print_table(title: str, rows: list[Result], *, limit: str, peer: str) -> None:
+    """Print rows with MB/s, records/s, and ratios against the `limit` and `peer` rows."""
+    by_name = {r.name: r for r in rows}
+    base = by_name.get(limit)
+    ref = by_name.get(peer)
+    header = ("case", "MB/s", "records/s", "x limit", "x TF", "spread", "runs")
+    body = []
+    for r in rows:
+        body.append(
+            (
+                r.name,
+                f"{r.mb_per_s:,.0f}" if r.nbytes else "-",
+                format_rate(r.records_per_s) if r.nrecords else "-",
+                f"{r.mb_per_s / base.mb_per_s:.2f}" if base and r.nbytes else "-",
+                f"{r.records_per_s / ref.records_per_s:.1f}" if ref and r.nrecords else "-",
+                f"{100 * r.spread:.0f}%",
+                str(len(r.seconds)),
+            )
+        )
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
+    print(f"\n{title}")
+    line = "  ".join(
+        h.ljust(w) if i == 0 else h.rjust(w)
+        for i, (h, w) in enumerate(zip(header, widths, strict=True))
+    )
+    print(line)
+    print("-" * len(line))
+    for b in body:
+        print(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(b, widths, strict=True))
+            )
+        )
+    for r in rows:
+        if r.note:
+            print(f"  {r.name}: {r.note}")

@@ -1,0 +1,1322 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""tf.train.Example / SequenceExample wire format -> column buffers, driven by a plan.
+
+The messages (proto3; field numbers in brackets)::
+
+    Example         { Features features [1] }
+    SequenceExample { Features context [1]; FeatureLists feature_lists [2] }
+    Features        { map<string, Feature> feature [1] }          entry: key [1], value [2]
+    FeatureLists    { map<string, FeatureList> feature_list [1] }
+    FeatureList     { repeated Feature feature [1] }
+    Feature         { oneof { BytesList [1]; FloatList [2]; Int64List [3] } }
+    BytesList       { repeated bytes value [1] }
+    FloatList       { repeated float value [1] }    packed (wire 2) or one per tag (wire 5)
+    Int64List       { repeated int64 value [1] }    packed (wire 2) or one per tag (wire 0)
+
+Decoding a batch (one uint8 buffer + n + 1 record offsets) takes two passes, both without
+the GIL and without a Python object per record:
+
+1. `scan` walks every record once. For each (record, spec feature) it writes one row of
+   the int64 table (see R_* below): where the feature's values lie, their kind, count and
+   byte total (the last map entry of a name wins, as in protobuf). Each record is then
+   checked against the plan (kind, count, size); the first malformed record or schema
+   violation stops the scan with a status the Python layer turns into an error. Per-chunk
+   totals say how large each output must be.
+2. `fill` copies the values into the preallocated outputs: fixed features straight to
+   their row, variable ones at running positions that start from per-chunk bases, so
+   disjoint chunks fill in parallel threads. Packed float lists are one memcpy.
+
+Protobuf rules kept: packed and unpacked lists; merged repeated fields (a list split over
+several tags, several Features messages) concatenate; a oneof member replaced by another
+kind is dropped; unknown fields are skipped; map entries may hold the value before the key;
+a missing key is "" and a missing value an empty Feature (no kind: the feature is missing).
+Only spec features are looked at, so damage inside other features goes unnoticed.
+Varints longer than 10 bytes, lengths past the end of their message, unknown wire types
+(groups included) and known fields with the wrong wire type are malformed. Every length
+is checked against the bytes that remain before it is used.
+"""
+
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc
+from libc.string cimport memcmp, memcpy, memset
+
+import sys
+
+if sys.byteorder != "little":  # float lists are copied as little-endian bytes
+    raise ImportError("tfrecnp's decoder needs a little-endian CPU")
+
+# Scan status.
+cdef enum:
+    ST_OK = 0
+    ST_MALFORMED = 1
+    ST_SCHEMA = 2
+    ST_BAD_OFFSETS = 3
+    ST_FULL = 4           # survey: output arrays are full (resume at the record returned)
+    ST_INCONSISTENT = 5   # fill: the data no longer matches the scan (changed in between)
+
+# Malformed-protobuf reasons.
+cdef enum:
+    M_VARINT_LONG = 1
+    M_VARINT_TRUNC = 2
+    M_LENGTH = 3
+    M_FIXED_TRUNC = 4
+    M_WIRE_TYPE = 5
+    M_BAD_TAG = 6
+    M_WRONG_WIRE = 7
+    M_FLOAT_PACKED = 8
+    M_PACKED_VARINT = 9
+
+# Where in the message tree.
+cdef enum:
+    W_EXAMPLE = 1
+    W_FEATURES = 2
+    W_ENTRY = 3
+    W_FEATURE = 4
+    W_BYTES_LIST = 5
+    W_FLOAT_LIST = 6
+    W_INT64_LIST = 7
+    W_FEATURE_LISTS = 8
+    W_FEATURE_LIST_ENTRY = 9
+    W_FEATURE_LIST = 10
+
+# Schema violations.
+cdef enum:
+    S_MISSING = 1
+    S_KIND = 2
+    S_COUNT = 3
+    S_MULTIPLE = 4
+    S_RAW_COUNT = 5
+    S_RAW_SIZE = 6
+    S_MIXED = 7
+    S_STEP_COUNT = 8
+    S_STEP_MULTIPLE = 9
+    S_STEP_RAW_COUNT = 10
+    S_STEP_RAW_SIZE = 11
+
+# Operations: how a feature's values land in its outputs.
+cdef enum:
+    OP_DENSE = 1        # FixedLen numeric: count values at row r * count
+    OP_DENSE_BYTES = 2  # FixedLen bytes: count values, data at running positions
+    OP_VAR = 3          # VarLen numeric: running values, row splits
+    OP_VAR_BYTES = 4    # VarLen bytes
+    OP_RAW = 5          # Raw, known size: one bytes value at row r * raw_bytes
+    OP_RAW_VAR = 6      # Raw, first axis varies: running bytes, splits in rows of divisor bytes
+    OP_RAW_ANY = 7      # Raw, size resolved per batch: like OP_RAW, the size checked in Python
+    OP_SEQ = 8          # sequence FixedLen numeric: count values per step
+    OP_SEQ_BYTES = 9    # sequence FixedLen bytes
+    OP_SEQ_VAR = 10     # sequence VarLen numeric: inner splits per step
+    OP_SEQ_VAR_BYTES = 11
+    OP_SEQ_RAW = 12     # sequence Raw: one value of raw_bytes per step
+
+cdef enum:
+    KIND_BYTES = 1
+    KIND_FLOAT = 2
+    KIND_INT64 = 3
+    KIND_MIXED = 4
+
+# Table row fields, one row per (record, spec feature).
+cdef enum:
+    R_START = 0       # context: start of the Feature's run of list fields; sequence: FeatureList body
+    R_END = 1
+    R_COUNT = 2       # values (all steps)
+    R_NBYTES = 3      # bytes of bytes values (all steps)
+    R_STEPS = 4
+    R_BAD_STEP = 5    # first step breaking the plan, or -1
+    R_BAD_VALUE = 6   # what that step held (count, bytes or kind)
+    R_KIND = 7        # kind | bad-step code << 8
+    NFIELDS = 8
+
+# Survey entry fields.
+cdef enum:
+    V_RECORD = 0
+    V_SECTION = 1
+    V_KEY_START = 2
+    V_KEY_LEN = 3
+    V_KIND = 4
+    V_COUNT = 5
+    V_NBYTES = 6
+    V_STEPS = 7
+    V_STEP_MIN = 8
+    V_STEP_MAX = 9
+    V_FIRST_START = 10
+    V_FIRST_LEN = 11
+    VFIELDS = 12
+
+OK, MALFORMED, SCHEMA, BAD_OFFSETS, FULL, INCONSISTENT = (
+    ST_OK, ST_MALFORMED, ST_SCHEMA, ST_BAD_OFFSETS, ST_FULL, ST_INCONSISTENT)
+OPS = {
+    "dense": OP_DENSE, "dense_bytes": OP_DENSE_BYTES, "var": OP_VAR, "var_bytes": OP_VAR_BYTES,
+    "raw": OP_RAW, "raw_var": OP_RAW_VAR, "raw_any": OP_RAW_ANY, "seq": OP_SEQ,
+    "seq_bytes": OP_SEQ_BYTES, "seq_var": OP_SEQ_VAR, "seq_var_bytes": OP_SEQ_VAR_BYTES,
+    "seq_raw": OP_SEQ_RAW,
+}
+MALFORMED_REASONS = {
+    M_VARINT_LONG: "a varint runs past 10 bytes",
+    M_VARINT_TRUNC: "the message ends inside a varint",
+    M_LENGTH: "a field of {a} bytes runs past the end of its message ({b} bytes left)",
+    M_FIXED_TRUNC: "a {a}-byte field runs past the end of its message ({b} bytes left)",
+    M_WIRE_TYPE: "field {a} has the invalid wire type {b}",
+    M_BAD_TAG: "an invalid tag ({a})",
+    M_WRONG_WIRE: "field {a} has wire type {b}, expected {expected}",
+    M_FLOAT_PACKED: "a packed float list of {a} bytes (not a multiple of 4)",
+    M_PACKED_VARINT: "a packed int64 list ends inside a varint",
+}
+WHERE = {
+    W_EXAMPLE: "the Example", W_FEATURES: "Features", W_ENTRY: "a Features map entry",
+    W_FEATURE: "a Feature", W_BYTES_LIST: "a BytesList", W_FLOAT_LIST: "a FloatList",
+    W_INT64_LIST: "an Int64List", W_FEATURE_LISTS: "FeatureLists",
+    W_FEATURE_LIST_ENTRY: "a FeatureLists map entry", W_FEATURE_LIST: "a FeatureList",
+}
+SCHEMA_CODES = {
+    S_MISSING: "missing", S_KIND: "kind", S_COUNT: "count", S_MULTIPLE: "multiple",
+    S_RAW_COUNT: "raw_count", S_RAW_SIZE: "raw_size", S_MIXED: "mixed",
+    S_STEP_COUNT: "step_count", S_STEP_MULTIPLE: "step_multiple",
+    S_STEP_RAW_COUNT: "step_raw_count", S_STEP_RAW_SIZE: "step_raw_size",
+}
+ROW_FIELDS = NFIELDS
+SURVEY_FIELDS = VFIELDS
+
+cdef uint64_t TAG_MAX = 0xFFFFFFFF
+cdef uint64_t LOW63 = 0x7FFFFFFFFFFFFFFF
+cdef uint64_t FNV_BASIS = 0xcbf29ce484222325
+cdef uint64_t FNV_PRIME = 0x100000001b3
+
+
+cdef struct FeatPlan:
+    int section          # 0: Example features / SequenceExample context; 1: feature lists
+    int op
+    int kind             # expected wire kind
+    int64_t count        # values per record (per step in a sequence)
+    int64_t divisor      # VarLen: values per inner row; Raw var: bytes per row
+    int64_t raw_bytes    # Raw: bytes per record (per step in a sequence)
+    int has_default
+    int64_t dflt_start   # default: bytes in PlanC.dflt (numeric: count values as stored)
+    int64_t dflt_nbytes
+    int64_t dflt_lens    # bytes default: index of its count value lengths in PlanC.dflt_lens
+
+
+cdef struct PlanC:
+    FeatPlan *feats
+    int nfeat
+    const uint8_t *keys
+    int64_t *key_off
+    int32_t *slots
+    uint64_t mask
+    const uint8_t *dflt
+    int64_t *dflt_lens
+    bint sequence
+
+
+cdef struct Ctx:
+    const uint8_t *base   # start of the record
+    int code
+    int where
+    int feature
+    int64_t offset
+    int64_t a
+    int64_t b
+
+
+cdef struct FScan:
+    int kind
+    const uint8_t *run
+    int64_t count
+    int64_t nbytes
+    const uint8_t *first
+    int64_t first_len
+
+
+cdef struct Out:
+    uint8_t *values      # numeric values, raw bytes, or the data of bytes values
+    int64_t vcap         # capacity: values (numeric) or bytes (data)
+    int64_t *offsets     # bytes values: offsets (value count + 1), or NULL
+    int64_t ocap
+    int64_t *splits      # record splits (n + 1), or NULL
+    int64_t *inner       # sequence VarLen: step splits (steps + 1), or NULL
+    int64_t icap
+    int64_t vpos         # running value (or offsets) index
+    int64_t bpos         # running byte position
+    int64_t spos         # running step index
+    int64_t raw_bytes    # OP_RAW_ANY: this batch's size
+
+
+# --- wire primitives ---------------------------------------------------------------
+
+cdef inline const uint8_t *fail(Ctx *c, const uint8_t *at, int code, int where,
+                                int64_t a, int64_t b) noexcept nogil:
+    if c.code == 0:
+        c.code = code
+        c.where = where
+        c.offset = at - c.base
+        c.a = a
+        c.b = b
+    return NULL
+
+
+cdef inline const uint8_t *varint(Ctx *c, const uint8_t *p, const uint8_t *end,
+                                  uint64_t *out, int where) noexcept nogil:
+    cdef uint64_t r = 0, b
+    cdef int shift = 0
+    cdef const uint8_t *start = p
+    if p < end and p[0] < 0x80:
+        out[0] = p[0]
+        return p + 1
+    while shift < 70:
+        if p >= end:
+            return fail(c, start, M_VARINT_TRUNC, where, 0, 0)
+        b = p[0]
+        p += 1
+        r |= (b & 0x7F) << shift
+        if b < 0x80:
+            out[0] = r
+            return p
+        shift += 7
+    return fail(c, start, M_VARINT_LONG, where, 0, 0)
+
+
+cdef inline const uint8_t *tag(Ctx *c, const uint8_t *p, const uint8_t *end,
+                               uint64_t *field, int *wt, int where) noexcept nogil:
+    cdef uint64_t t
+    cdef const uint8_t *at = p
+    if p < end and p[0] < 0x80:
+        t = p[0]
+        p += 1
+    else:
+        p = varint(c, p, end, &t, where)
+        if p == NULL:
+            return NULL
+    if t >> 3 == 0 or t > TAG_MAX:
+        return fail(c, at, M_BAD_TAG, where, <int64_t>t, 0)
+    field[0] = t >> 3
+    wt[0] = t & 7
+    return p
+
+
+cdef inline const uint8_t *delimited(Ctx *c, const uint8_t *p, const uint8_t *end,
+                                     const uint8_t **stop, int where) noexcept nogil:
+    """Reads a length; stop = the end of the field it announces (checked against end)."""
+    cdef uint64_t n
+    cdef const uint8_t *at = p
+    p = varint(c, p, end, &n, where)
+    if p == NULL:
+        return NULL
+    if n > <uint64_t>(end - p):
+        return fail(c, at, M_LENGTH, where, <int64_t>(n & LOW63), end - p)
+    stop[0] = p + n
+    return p
+
+
+cdef inline const uint8_t *skip(Ctx *c, const uint8_t *at, const uint8_t *p,
+                                const uint8_t *end, uint64_t field, int wt,
+                                int where) noexcept nogil:
+    """Skips the value of an unknown field whose tag (at `at`) has been read."""
+    cdef uint64_t v
+    cdef const uint8_t *q
+    if wt == 0:
+        return varint(c, p, end, &v, where)
+    if wt == 2:
+        p = delimited(c, p, end, &q, where)
+        return q if p != NULL else NULL
+    if wt == 1:
+        if end - p < 8:
+            return fail(c, p, M_FIXED_TRUNC, where, 8, end - p)
+        return p + 8
+    if wt == 5:
+        if end - p < 4:
+            return fail(c, p, M_FIXED_TRUNC, where, 4, end - p)
+        return p + 4
+    return fail(c, at, M_WIRE_TYPE, where, <int64_t>field, wt)
+
+
+cdef inline const uint8_t *count_varints(Ctx *c, const uint8_t *p, const uint8_t *end,
+                                         int64_t *count) noexcept nogil:
+    """Counts the varints of a packed block, checking each (<= 10 bytes, inside the block)."""
+    cdef int64_t n = 0
+    cdef int run
+    cdef const uint8_t *start
+    while p < end:
+        if p[0] < 0x80:
+            p += 1
+            n += 1
+            continue
+        start = p
+        run = 0
+        while p < end and p[0] >= 0x80:
+            p += 1
+            run += 1
+            if run >= 10:
+                count[0] += n
+                return fail(c, start, M_VARINT_LONG, W_INT64_LIST, 0, 0)
+        if p >= end:
+            count[0] += n
+            return fail(c, start, M_PACKED_VARINT, W_INT64_LIST, 0, 0)
+        p += 1
+        n += 1
+    count[0] += n
+    return p
+
+
+cdef const uint8_t *scan_list(Ctx *c, int kind, const uint8_t *p, const uint8_t *end,
+                              FScan *fs) noexcept nogil:
+    """Adds the values of one BytesList / FloatList / Int64List message to fs."""
+    cdef uint64_t field, v
+    cdef int wt
+    cdef int where = W_BYTES_LIST if kind == KIND_BYTES else (
+        W_FLOAT_LIST if kind == KIND_FLOAT else W_INT64_LIST)
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, where)
+        if p == NULL:
+            return NULL
+        if field != 1:
+            p = skip(c, at, p, end, field, wt, where)
+            if p == NULL:
+                return NULL
+            continue
+        if kind == KIND_BYTES:
+            if wt != 2:
+                return fail(c, at, M_WRONG_WIRE, where, 1, wt)
+            p = delimited(c, p, end, &q, where)
+            if p == NULL:
+                return NULL
+            if fs.first == NULL:
+                fs.first = p
+                fs.first_len = q - p
+            fs.count += 1
+            fs.nbytes += q - p
+            p = q
+        elif kind == KIND_FLOAT:
+            if wt == 2:
+                p = delimited(c, p, end, &q, where)
+                if p == NULL:
+                    return NULL
+                if (q - p) & 3:
+                    return fail(c, at, M_FLOAT_PACKED, where, q - p, 0)
+                fs.count += (q - p) >> 2
+                p = q
+            elif wt == 5:
+                if end - p < 4:
+                    return fail(c, p, M_FIXED_TRUNC, where, 4, end - p)
+                fs.count += 1
+                p += 4
+            else:
+                return fail(c, at, M_WRONG_WIRE, where, 1, wt)
+        else:
+            if wt == 2:
+                p = delimited(c, p, end, &q, where)
+                if p == NULL:
+                    return NULL
+                if count_varints(c, p, q, &fs.count) == NULL:
+                    return NULL
+                p = q
+            elif wt == 0:
+                p = varint(c, p, end, &v, where)
+                if p == NULL:
+                    return NULL
+                fs.count += 1
+            else:
+                return fail(c, at, M_WRONG_WIRE, where, 1, wt)
+    return p
+
+
+cdef const uint8_t *scan_feature(Ctx *c, const uint8_t *p, const uint8_t *end,
+                                 FScan *fs) noexcept nogil:
+    """Kind, value count and bytes of one Feature message; fs.run is where the run of
+    list fields of the final kind starts (an earlier member of the oneof is dropped)."""
+    cdef uint64_t field
+    cdef int wt
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    fs.kind = 0
+    fs.run = p
+    fs.count = 0
+    fs.nbytes = 0
+    fs.first = NULL
+    fs.first_len = 0
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, W_FEATURE)
+        if p == NULL:
+            return NULL
+        if field >= 1 and field <= 3:
+            if wt != 2:
+                return fail(c, at, M_WRONG_WIRE, W_FEATURE, <int64_t>field, wt)
+            p = delimited(c, p, end, &q, W_FEATURE)
+            if p == NULL:
+                return NULL
+            if <int>field != fs.kind:
+                fs.kind = <int>field
+                fs.run = at
+                fs.count = 0
+                fs.nbytes = 0
+                fs.first = NULL
+                fs.first_len = 0
+            if scan_list(c, fs.kind, p, q, fs) == NULL:
+                return NULL
+            p = q
+        else:
+            p = skip(c, at, p, end, field, wt, W_FEATURE)
+            if p == NULL:
+                return NULL
+    return p
+
+
+cdef const uint8_t *map_entry(Ctx *c, const uint8_t *p, const uint8_t *end, int where,
+                              const uint8_t **key, int64_t *key_len,
+                              const uint8_t **val, const uint8_t **val_end) noexcept nogil:
+    """The key and value spans of one map entry, in either order; the last of each wins."""
+    cdef uint64_t field
+    cdef int wt
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    key[0] = p
+    key_len[0] = 0
+    val[0] = NULL
+    val_end[0] = NULL
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, where)
+        if p == NULL:
+            return NULL
+        if field == 1 or field == 2:
+            if wt != 2:
+                return fail(c, at, M_WRONG_WIRE, where, <int64_t>field, wt)
+            p = delimited(c, p, end, &q, where)
+            if p == NULL:
+                return NULL
+            if field == 1:
+                key[0] = p
+                key_len[0] = q - p
+            else:
+                val[0] = p
+                val_end[0] = q
+            p = q
+        else:
+            p = skip(c, at, p, end, field, wt, where)
+            if p == NULL:
+                return NULL
+    return p
+
+
+# --- plan lookups --------------------------------------------------------------------
+
+cdef inline uint64_t key_hash(const uint8_t *k, int64_t n, int section) noexcept nogil:
+    cdef uint64_t h = FNV_BASIS ^ <uint64_t>section
+    cdef int64_t i
+    for i in range(n):
+        h = (h ^ k[i]) * FNV_PRIME
+    return h ^ (h >> 29)
+
+
+cdef inline int lookup(const PlanC *pl, int section, const uint8_t *k,
+                       int64_t n) noexcept nogil:
+    cdef uint64_t i = key_hash(k, n, section) & pl.mask
+    cdef int f
+    while True:
+        f = pl.slots[i]
+        if f < 0:
+            return -1
+        if (pl.feats[f].section == section and pl.key_off[f + 1] - pl.key_off[f] == n
+                and memcmp(pl.keys + pl.key_off[f], k, n) == 0):
+            return f
+        i = (i + 1) & pl.mask
+
+
+# --- pass 1: scan --------------------------------------------------------------------
+
+cdef inline void step_check(const FeatPlan *fp, int64_t *row, int64_t step,
+                            FScan *fs) noexcept nogil:
+    """Records the first step of a feature list that breaks the plan."""
+    cdef int code = 0
+    cdef int64_t value = 0
+    cdef int kind = row[R_KIND] & 0xFF
+    if fs.kind != 0 and kind != 0 and fs.kind != kind:
+        code = S_MIXED
+        value = fs.kind
+    elif fs.kind != 0 and kind == 0:
+        row[R_KIND] = (row[R_KIND] & ~(<int64_t>0xFF)) | fs.kind
+    if code == 0:
+        if fp.op == OP_SEQ or fp.op == OP_SEQ_BYTES:
+            if fs.count != fp.count:
+                code, value = S_STEP_COUNT, fs.count
+        elif fp.op == OP_SEQ_VAR:
+            if fs.count % fp.divisor:
+                code, value = S_STEP_MULTIPLE, fs.count
+        elif fp.op == OP_SEQ_RAW:
+            if fs.count != 1:
+                code, value = S_STEP_RAW_COUNT, fs.count
+            elif fs.nbytes != fp.raw_bytes:
+                code, value = S_STEP_RAW_SIZE, fs.nbytes
+    if code != 0 and row[R_BAD_STEP] < 0:
+        row[R_BAD_STEP] = step
+        row[R_BAD_VALUE] = value
+        row[R_KIND] = (row[R_KIND] & 0xFF) | (code << 8)
+
+
+cdef const uint8_t *scan_feature_list(Ctx *c, const FeatPlan *fp, const uint8_t *p,
+                                      const uint8_t *end, int64_t *row) noexcept nogil:
+    cdef uint64_t field
+    cdef int wt
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    cdef FScan fs
+    row[R_START] = p - c.base
+    row[R_END] = end - c.base
+    row[R_COUNT] = 0
+    row[R_NBYTES] = 0
+    row[R_STEPS] = 0
+    row[R_BAD_STEP] = -1
+    row[R_BAD_VALUE] = 0
+    row[R_KIND] = 0
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, W_FEATURE_LIST)
+        if p == NULL:
+            return NULL
+        if field != 1:
+            p = skip(c, at, p, end, field, wt, W_FEATURE_LIST)
+            if p == NULL:
+                return NULL
+            continue
+        if wt != 2:
+            return fail(c, at, M_WRONG_WIRE, W_FEATURE_LIST, 1, wt)
+        p = delimited(c, p, end, &q, W_FEATURE_LIST)
+        if p == NULL:
+            return NULL
+        if scan_feature(c, p, q, &fs) == NULL:
+            return NULL
+        step_check(fp, row, row[R_STEPS], &fs)
+        row[R_COUNT] += fs.count
+        row[R_NBYTES] += fs.nbytes
+        row[R_STEPS] += 1
+        p = q
+    return p
+
+
+cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
+                             const uint8_t *end, int section, int64_t *rows) noexcept nogil:
+    """Walks Features (section 0) or FeatureLists (section 1), filling the rows of the
+    spec features it meets."""
+    cdef uint64_t field
+    cdef int wt, f
+    cdef int where = W_FEATURES if section == 0 else W_FEATURE_LISTS
+    cdef int ewhere = W_ENTRY if section == 0 else W_FEATURE_LIST_ENTRY
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    cdef const uint8_t *key
+    cdef const uint8_t *val
+    cdef const uint8_t *val_end
+    cdef int64_t key_len
+    cdef int64_t *row
+    cdef FScan fs
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, where)
+        if p == NULL:
+            return NULL
+        if field != 1:
+            p = skip(c, at, p, end, field, wt, where)
+            if p == NULL:
+                return NULL
+            continue
+        if wt != 2:
+            return fail(c, at, M_WRONG_WIRE, where, 1, wt)
+        p = delimited(c, p, end, &q, where)
+        if p == NULL:
+            return NULL
+        if map_entry(c, p, q, ewhere, &key, &key_len, &val, &val_end) == NULL:
+            return NULL
+        p = q
+        f = lookup(pl, section, key, key_len)
+        if f < 0:
+            continue
+        row = rows + f * NFIELDS
+        c.feature = f
+        if section == 1:
+            if val == NULL:
+                val = val_end = q
+            if scan_feature_list(c, &pl.feats[f], val, val_end, row) == NULL:
+                return NULL
+        else:
+            if val == NULL:
+                fs.kind = 0
+                fs.count = fs.nbytes = 0
+                fs.run = q
+                val_end = q
+            elif scan_feature(c, val, val_end, &fs) == NULL:
+                return NULL
+            row[R_START] = fs.run - c.base
+            row[R_END] = val_end - c.base
+            row[R_COUNT] = fs.count
+            row[R_NBYTES] = fs.nbytes
+            row[R_KIND] = fs.kind
+        c.feature = -1
+    return p
+
+
+cdef int check_record(const PlanC *pl, int64_t *rows, int64_t *totals,
+                      int *bad_feature) noexcept nogil:
+    """Checks one scanned record against the plan and adds it to the totals
+    (per feature: values, bytes, steps, missing). Returns a schema code or 0."""
+    cdef int f, kind, code
+    cdef const FeatPlan *fp
+    cdef int64_t *row
+    cdef int64_t *tot
+    for f in range(pl.nfeat):
+        fp = &pl.feats[f]
+        row = rows + f * NFIELDS
+        tot = totals + 4 * f
+        kind = row[R_KIND] & 0xFF
+        code = 0
+        if fp.section == 1:
+            code = row[R_KIND] >> 8
+            if code == 0 and kind != 0 and kind != fp.kind:
+                code = S_KIND
+        elif kind == 0:
+            if fp.op == OP_DENSE or fp.op == OP_DENSE_BYTES:
+                if not fp.has_default:
+                    code = S_MISSING
+                else:
+                    tot[0] += fp.count
+                    tot[1] += fp.dflt_nbytes
+                    tot[3] += 1
+                    continue
+            elif fp.op == OP_RAW or fp.op == OP_RAW_VAR or fp.op == OP_RAW_ANY:
+                code = S_MISSING
+            else:
+                tot[3] += 1
+                continue
+        elif kind != fp.kind:
+            code = S_KIND
+        elif fp.op == OP_DENSE or fp.op == OP_DENSE_BYTES:
+            if row[R_COUNT] != fp.count:
+                code = S_COUNT
+        elif fp.op == OP_VAR:
+            if row[R_COUNT] % fp.divisor:
+                code = S_MULTIPLE
+        elif fp.op == OP_RAW or fp.op == OP_RAW_VAR or fp.op == OP_RAW_ANY:
+            if row[R_COUNT] != 1:
+                code = S_RAW_COUNT
+            elif fp.op == OP_RAW and row[R_NBYTES] != fp.raw_bytes:
+                code = S_RAW_SIZE
+            elif fp.op != OP_RAW and row[R_NBYTES] % fp.divisor:
+                code = S_RAW_SIZE
+        if code:
+            bad_feature[0] = f
+            return code
+        tot[0] += row[R_COUNT]
+        tot[1] += row[R_NBYTES]
+        tot[2] += row[R_STEPS]
+    return 0
+
+
+cdef int scan_record(const PlanC *pl, Ctx *c, const uint8_t *p, const uint8_t *end,
+                     int64_t *rows) noexcept nogil:
+    cdef uint64_t field
+    cdef int wt, f
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    for f in range(pl.nfeat):
+        memset(rows + f * NFIELDS, 0, NFIELDS * sizeof(int64_t))
+        rows[f * NFIELDS + R_BAD_STEP] = -1
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, W_EXAMPLE)
+        if p == NULL:
+            return 0
+        if field == 1 or (field == 2 and pl.sequence):
+            if wt != 2:
+                fail(c, at, M_WRONG_WIRE, W_EXAMPLE, <int64_t>field, wt)
+                return 0
+            p = delimited(c, p, end, &q, W_EXAMPLE)
+            if p == NULL:
+                return 0
+            if scan_map(pl, c, p, q, <int>field - 1, rows) == NULL:
+                return 0
+            p = q
+        else:
+            p = skip(c, at, p, end, field, wt, W_EXAMPLE)
+            if p == NULL:
+                return 0
+    return 1
+
+
+cdef inline bint offsets_ok(const int64_t *offsets, Py_ssize_t lo, Py_ssize_t hi,
+                            Py_ssize_t size) noexcept nogil:
+    cdef Py_ssize_t r
+    for r in range(lo, hi):
+        if offsets[r] < 0 or offsets[r] > offsets[r + 1] or offsets[r + 1] > size:
+            return False
+    return True
+
+
+cdef class Plan:
+    """A spec compiled for the core: per feature its name, section, operation, expected
+    kind and sizes, and default; names looked up through an open-addressing hash table."""
+
+    cdef PlanC c
+    cdef bytes _keys
+    cdef bytes _dflt
+    cdef readonly int nfeat
+
+    def __cinit__(self, list names, list sections, list ops, list kinds, list counts,
+                  list divisors, list raw_bytes, list defaults, bint sequence):
+        cdef int f, n = len(names)
+        cdef uint64_t size = 8, i
+        cdef list dflt_parts = []
+        cdef list dflt_lens = []
+        cdef int64_t pos = 0
+        self.nfeat = n
+        self.c.nfeat = n
+        self.c.sequence = sequence
+        self._keys = b"".join(names)
+        self.c.keys = self._keys
+        self.c.feats = <FeatPlan *>malloc(max(n, 1) * sizeof(FeatPlan))
+        self.c.key_off = <int64_t *>malloc((n + 1) * sizeof(int64_t))
+        while size < 2 * <uint64_t>max(n, 1):
+            size *= 2
+        self.c.slots = <int32_t *>malloc(size * sizeof(int32_t))
+        if not self.c.feats or not self.c.key_off or not self.c.slots:
+            raise MemoryError()
+        self.c.mask = size - 1
+        for i in range(size):
+            self.c.slots[i] = -1
+        self.c.key_off[0] = 0
+        for f in range(n):
+            self.c.key_off[f + 1] = self.c.key_off[f] + len(names[f])
+            fp = &self.c.feats[f]
+            fp.section = sections[f]
+            fp.op = ops[f]
+            fp.kind = kinds[f]
+            fp.count = counts[f]
+            fp.divisor = max(<int64_t>divisors[f], 1)
+            fp.raw_bytes = raw_bytes[f]
+            fp.has_default = defaults[f] is not None
+            fp.dflt_start = pos
+            fp.dflt_nbytes = 0
+            fp.dflt_lens = len(dflt_lens)
+            if defaults[f] is not None:
+                data, lens = defaults[f]
+                dflt_parts.append(data)
+                fp.dflt_nbytes = len(data) if lens is None else sum(lens)
+                pos += len(data)
+                if lens is not None:
+                    dflt_lens.extend(lens)
+        for f in range(n):
+            i = key_hash(self.c.keys + self.c.key_off[f],
+                         self.c.key_off[f + 1] - self.c.key_off[f],
+                         self.c.feats[f].section) & self.c.mask
+            while self.c.slots[i] >= 0:
+                i = (i + 1) & self.c.mask
+            self.c.slots[i] = f
+        self._dflt = b"".join(dflt_parts)
+        self.c.dflt = self._dflt
+        self.c.dflt_lens = <int64_t *>malloc(max(len(dflt_lens), 1) * sizeof(int64_t))
+        if not self.c.dflt_lens:
+            raise MemoryError()
+        for f in range(len(dflt_lens)):
+            self.c.dflt_lens[f] = dflt_lens[f]
+
+    def __dealloc__(self):
+        free(self.c.feats)
+        free(self.c.key_off)
+        free(self.c.slots)
+        free(self.c.dflt_lens)
+
+
+def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
+         Py_ssize_t hi, int64_t[:, :, ::1] table, int64_t[:, ::1] totals) -> tuple:
+    """Pass 1 over records lo..hi: fills table[lo:hi] ((n, nfeat, ROW_FIELDS)) and adds to
+    totals ((nfeat, 4): values, bytes, steps, missing). Returns (status, record, a, b):
+    (OK, -1, 0, 0); (MALFORMED, record, payload offset, reason << 8 | where) with the
+    feature in `last_error`; (SCHEMA, record, feature, code); (BAD_OFFSETS, ...)."""
+    cdef Py_ssize_t size = data.shape[0], r
+    cdef int nfeat = plan.c.nfeat, bad_feature = -1, code = 0, status = ST_OK
+    cdef const uint8_t *base = &data[0] if size else NULL
+    cdef Ctx c
+    cdef int64_t record = -1
+    if hi > lo and (offsets.shape[0] < hi + 1 or table.shape[0] < hi
+                    or table.shape[1] != nfeat or table.shape[2] != NFIELDS
+                    or totals.shape[0] != nfeat or totals.shape[1] != 4):
+        raise ValueError("scan: arrays do not match the plan and the record range")
+    if hi <= lo:
+        return ST_OK, -1, 0, 0
+    cdef int64_t *rows = &table[0, 0, 0]
+    cdef int64_t *tot = &totals[0, 0] if nfeat else NULL
+    c.a = c.b = 0
+    with nogil:
+        if not offsets_ok(&offsets[0], lo, hi, size):
+            status = ST_BAD_OFFSETS
+        else:
+            for r in range(lo, hi):
+                c.base = base + offsets[r]
+                c.code = 0
+                c.feature = -1
+                if not scan_record(&plan.c, &c, c.base, base + offsets[r + 1],
+                                   rows + r * nfeat * NFIELDS):
+                    status = ST_MALFORMED
+                    record = r
+                    break
+                code = check_record(&plan.c, rows + r * nfeat * NFIELDS, tot, &bad_feature)
+                if code:
+                    status = ST_SCHEMA
+                    record = r
+                    break
+    if status == ST_MALFORMED:
+        return status, record, c.offset, (c.code, c.where, c.feature, c.a, c.b)
+    if status == ST_SCHEMA:
+        return status, record, bad_feature, code
+    return status, record, 0, 0
+
+
+# --- pass 2: fill --------------------------------------------------------------------
+
+cdef const uint8_t *emit(Ctx *c, int kind, const uint8_t *p, const uint8_t *end,
+                         Out *o, int64_t limit) noexcept nogil:
+    """Copies the values of a Feature's run of list fields into o; at most `limit` values
+    (or bytes, for Raw, whose o.offsets is NULL)."""
+    cdef uint64_t field, v
+    cdef int wt
+    cdef int64_t n, stop = o.vpos + limit
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    cdef const uint8_t *s
+    cdef const uint8_t *t
+    cdef int shift
+    cdef float *fout
+    cdef int64_t *iout
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, W_FEATURE)
+        if p == NULL:
+            return NULL
+        if <int>field != kind or wt != 2:
+            p = skip(c, at, p, end, field, wt, W_FEATURE)
+            if p == NULL:
+                return NULL
+            continue
+        p = delimited(c, p, end, &q, W_FEATURE)
+        if p == NULL:
+            return NULL
+        while p < q:  # the list message
+            at = p
+            p = tag(c, p, q, &field, &wt, W_FEATURE)
+            if p == NULL:
+                return NULL
+            if field != 1:
+                p = skip(c, at, p, q, field, wt, W_FEATURE)
+                if p == NULL:
+                    return NULL
+                continue
+            if kind == KIND_FLOAT:
+                fout = <float *>o.values
+                if wt == 5:
+                    if q - p < 4 or o.vpos >= stop or o.vpos >= o.vcap:
+                        return NULL
+                    memcpy(fout + o.vpos, p, 4)
+                    o.vpos += 1
+                    p += 4
+                    continue
+                p = delimited(c, p, q, &s, W_FEATURE)
+                if p == NULL:
+                    return NULL
+                n = (s - p) >> 2
+                if o.vpos + n > stop or o.vpos + n > o.vcap:
+                    return NULL
+                memcpy(fout + o.vpos, p, n * 4)
+                o.vpos += n
+                p = s
+            elif kind == KIND_INT64:
+                iout = <int64_t *>o.values
+                if wt == 0:
+                    if o.vpos >= stop or o.vpos >= o.vcap:
+                        return NULL
+                    p = varint(c, p, q, &v, W_FEATURE)
+                    if p == NULL:
+                        return NULL
+                    iout[o.vpos] = <int64_t>v
+                    o.vpos += 1
+                    continue
+                p = delimited(c, p, q, &s, W_FEATURE)
+                if p == NULL:
+                    return NULL
+                n = min(stop, o.vcap)
+                while p < s:
+                    if o.vpos >= n:
+                        return NULL
+                    if p[0] < 0x80:
+                        iout[o.vpos] = p[0]
+                        p += 1
+                    else:
+                        p = varint(c, p, s, &v, W_FEATURE)
+                        if p == NULL:
+                            return NULL
+                        iout[o.vpos] = <int64_t>v
+                    o.vpos += 1
+            else:
+                p = delimited(c, p, q, &s, W_FEATURE)
+                if p == NULL:
+                    return NULL
+                n = s - p
+                if o.offsets == NULL:  # Raw: the bytes themselves
+                    if o.bpos + n > o.vcap or n > limit:
+                        return NULL
+                else:
+                    if o.vpos >= stop or o.vpos + 1 >= o.ocap or o.bpos + n > o.vcap:
+                        return NULL
+                if n:
+                    memcpy(o.values + o.bpos, p, n)
+                o.bpos += n
+                if o.offsets != NULL:
+                    o.vpos += 1
+                    o.offsets[o.vpos] = o.bpos
+                p = s
+    return p
+
+
+cdef bint emit_default(const PlanC *pl, const FeatPlan *fp, Out *o,
+                       int64_t itemsize) noexcept nogil:
+    cdef int64_t k, n
+    cdef const uint8_t *src = pl.dflt + fp.dflt_start
+    if fp.op == OP_DENSE:
+        if (o.vpos + fp.count) > o.vcap:
+            return False
+        memcpy(o.values + o.vpos * itemsize, src, fp.count * itemsize)
+        o.vpos += fp.count
+        return True
+    for k in range(fp.count):
+        n = pl.dflt_lens[fp.dflt_lens + k]
+        if o.vpos + 1 >= o.ocap or o.bpos + n > o.vcap:
+            return False
+        memcpy(o.values + o.bpos, src, n)
+        src += n
+        o.bpos += n
+        o.vpos += 1
+        o.offsets[o.vpos] = o.bpos
+    return True
+
+
+cdef bint fill_steps(Ctx *c, const FeatPlan *fp, const uint8_t *p, const uint8_t *end,
+                     Out *o) noexcept nogil:
+    cdef uint64_t field
+    cdef int wt
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    cdef FScan fs
+    cdef int64_t limit
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, W_FEATURE_LIST)
+        if p == NULL:
+            return False
+        if field != 1 or wt != 2:
+            p = skip(c, at, p, end, field, wt, W_FEATURE_LIST)
+            if p == NULL:
+                return False
+            continue
+        p = delimited(c, p, end, &q, W_FEATURE_LIST)
+        if p == NULL:
+            return False
+        if scan_feature(c, p, q, &fs) == NULL:
+            return False
+        if fs.kind != 0:
+            limit = fp.raw_bytes if fp.op == OP_SEQ_RAW else (
+                fp.count if fp.op == OP_SEQ or fp.op == OP_SEQ_BYTES else fs.count)
+            if emit(c, fs.kind, fs.run, q, o, limit) == NULL:
+                return False
+        o.spos += 1
+        if o.inner != NULL:
+            if o.spos >= o.icap:
+                return False
+            o.inner[o.spos] = o.vpos // fp.divisor
+        p = q
+    return True
+
+
+cdef bint fill_record(const PlanC *pl, Ctx *c, const uint8_t *rec, int64_t *rows,
+                      int64_t r, Out *outs) noexcept nogil:
+    cdef int f, kind
+    cdef const FeatPlan *fp
+    cdef int64_t *row
+    cdef Out *o
+    cdef int64_t itemsize
+    for f in range(pl.nfeat):
+        fp = &pl.feats[f]
+        row = rows + f * NFIELDS
+        o = &outs[f]
+        kind = row[R_KIND] & 0xFF
+        itemsize = 4 if fp.kind == KIND_FLOAT else 8
+        if fp.section == 1:
+            if kind != 0 or row[R_STEPS]:
+                if not fill_steps(c, fp, rec + row[R_START], rec + row[R_END], o):
+                    return False
+            o.splits[r + 1] = o.spos
+            continue
+        if fp.op == OP_DENSE:
+            o.vpos = r * fp.count
+            if kind == 0:
+                if not emit_default(pl, fp, o, itemsize):
+                    return False
+            elif emit(c, kind, rec + row[R_START], rec + row[R_END], o, fp.count) == NULL:
+                return False
+        elif fp.op == OP_DENSE_BYTES:
+            if kind == 0:
+                if not emit_default(pl, fp, o, 1):
+                    return False
+            elif emit(c, kind, rec + row[R_START], rec + row[R_END], o, fp.count) == NULL:
+                return False
+        elif fp.op == OP_VAR or fp.op == OP_VAR_BYTES:
+            if kind != 0 and emit(c, kind, rec + row[R_START], rec + row[R_END], o,
+                                  row[R_COUNT]) == NULL:
+                return False
+            o.splits[r + 1] = o.vpos // fp.divisor
+        elif fp.op == OP_RAW or fp.op == OP_RAW_ANY:
+            o.bpos = r * (fp.raw_bytes if fp.op == OP_RAW else o.raw_bytes)
+            if emit(c, kind, rec + row[R_START], rec + row[R_END], o,
+                    fp.raw_bytes if fp.op == OP_RAW else o.raw_bytes) == NULL:
+                return False
+        elif fp.op == OP_RAW_VAR:
+            if emit(c, kind, rec + row[R_START], rec + row[R_END], o,
+                    row[R_NBYTES]) == NULL:
+                return False
+            o.splits[r + 1] = o.bpos // fp.divisor
+    return True
+
+
+cdef int64_t *ptr64(object arr) except? NULL:
+    cdef int64_t[::1] view
+    if arr is None:
+        return NULL
+    view = arr
+    return &view[0] if view.shape[0] else NULL
+
+
+def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
+         Py_ssize_t hi, const int64_t[:, :, ::1] table, list outs,
+         const int64_t[:, ::1] bases) -> int:
+    """Pass 2 over records lo..hi (already scanned). outs[f] is (values, offsets, splits,
+    inner, raw_bytes): values a writable C-contiguous array (float32 / int64 / uint8),
+    the others int64 arrays or None. bases[f] = (value, byte, step) positions where this
+    chunk starts. Returns OK, or INCONSISTENT if the data changed since the scan."""
+    cdef int nfeat = plan.c.nfeat, f
+    cdef Py_ssize_t r, size = data.shape[0]
+    cdef const uint8_t *base = &data[0] if size else NULL
+    cdef Out *o
+    cdef Ctx c
+    cdef bint ok = True
+    cdef uint8_t[::1] raw
+    if len(outs) != nfeat or bases.shape[0] != nfeat or table.shape[1] != nfeat:
+        raise ValueError("fill: outputs do not match the plan")
+    if hi <= lo or nfeat == 0:
+        return ST_OK
+    if offsets.shape[0] < hi + 1 or table.shape[0] < hi:
+        raise ValueError("fill: arrays do not match the record range")
+    cdef Out *o_all = <Out *>malloc(nfeat * sizeof(Out))
+    if o_all == NULL:
+        raise MemoryError()
+    keep = []
+    try:
+        for f in range(nfeat):
+            values, offs, splits, inner, raw_bytes = outs[f]
+            o = &o_all[f]
+            flat = values.reshape(-1).view("uint8")
+            keep.append(flat)
+            raw = flat
+            o.values = &raw[0] if raw.shape[0] else NULL
+            isz = values.dtype.itemsize if offs is None and plan.c.feats[f].op not in (
+                OP_RAW, OP_RAW_VAR, OP_RAW_ANY, OP_SEQ_RAW) else 1
+            o.vcap = raw.shape[0] // isz
+            o.offsets = ptr64(offs)
+            o.ocap = len(offs) if offs is not None else 0
+            o.splits = ptr64(splits)
+            o.inner = ptr64(inner)
+            o.icap = len(inner) if inner is not None else 0
+            o.vpos = bases[f, 0]
+            o.bpos = bases[f, 1]
+            o.spos = bases[f, 2]
+            o.raw_bytes = raw_bytes
+            if plan.c.feats[f].section == 1 or plan.c.feats[f].op in (
+                    OP_VAR, OP_VAR_BYTES, OP_RAW_VAR):
+                if splits is None or len(splits) < hi + 1:
+                    raise ValueError("fill: a ragged feature needs row splits")
+            if (plan.c.feats[f].op in (OP_DENSE_BYTES, OP_VAR_BYTES, OP_SEQ_BYTES,
+                                       OP_SEQ_VAR_BYTES) and offs is None):
+                raise ValueError("fill: a bytes feature needs offsets")
+            if plan.c.feats[f].op in (OP_SEQ_VAR, OP_SEQ_VAR_BYTES) and inner is None:
+                raise ValueError("fill: a sequence VarLen feature needs step splits")
+        with nogil:
+            for r in range(lo, hi):
+                c.base = base + offsets[r]
+                c.code = 0
+                if not fill_record(&plan.c, &c, c.base, &table[r, 0, 0], r, o_all):
+                    ok = False
+                    break
+    finally:
+        free(o_all)
+    return ST_OK if ok else ST_INCONSISTENT
+
+
+# --- survey (schema inference) -------------------------------------------------------
+
+cdef const uint8_t *survey_map(Ctx *c, const uint8_t *p, const uint8_t *end, int section,
+                               int64_t record, const uint8_t *data, int64_t *out,
+                               Py_ssize_t cap, Py_ssize_t *n) noexcept nogil:
+    cdef uint64_t field
+    cdef int wt, kind
+    cdef int where = W_FEATURES if section == 0 else W_FEATURE_LISTS
+    cdef int ewhere = W_ENTRY if section == 0 else W_FEATURE_LIST_ENTRY
+    cdef const uint8_t *at
+    cdef const uint8_t *q
+    cdef const uint8_t *s
+    cdef const uint8_t *t
+    cdef const uint8_t *key
+    cdef const uint8_t *val
+    cdef const uint8_t *val_end
+    cdef int64_t key_len
+    cdef int64_t *e
+    cdef FScan fs
+    while p < end:
+        at = p
+        p = tag(c, p, end, &field, &wt, where)
+        if p == NULL:
+            return NULL
+        if field != 1:
+            p = skip(c, at, p, end, field, wt, where)
+            if p == NULL:
+                return NULL
+            continue
+        if wt != 2:
+            return fail(c, at, M_WRONG_WIRE, where, 1, wt)
+        p = delimited(c, p, end, &q, where)
+        if p == NULL:
+            return NULL
+        if map_entry(c, p, q, ewhere, &key, &key_len, &val, &val_end) == NULL:
+            return NULL
+        p = q
+        if n[0] >= cap:
+            c.code = -1  # full
+            return NULL
+        e = out + n[0] * VFIELDS
+        n[0] += 1
+        e[V_RECORD] = record
+        e[V_SECTION] = section
+        e[V_KEY_START] = key - data
+        e[V_KEY_LEN] = key_len
+        e[V_KIND] = 0
+        e[V_COUNT] = 0
+        e[V_NBYTES] = 0
+        e[V_STEPS] = 0
+        e[V_STEP_MIN] = -1
+        e[V_STEP_MAX] = -1
+        e[V_FIRST_START] = -1
+        e[V_FIRST_LEN] = 0
+        if val == NULL:
+            continue
+        if section == 0:
+            if scan_feature(c, val, val_end, &fs) == NULL:
+                return NULL
+            e[V_KIND] = fs.kind
+            e[V_COUNT] = fs.count
+            e[V_NBYTES] = fs.nbytes
+            if fs.first != NULL:
+                e[V_FIRST_START] = fs.first - data
+                e[V_FIRST_LEN] = fs.first_len
+            continue
+        s = val
+        while s < val_end:  # the FeatureList
+            t = s
+            s = tag(c, s, val_end, &field, &wt, W_FEATURE_LIST)
+            if s == NULL:
+                return NULL
+            if field != 1:
+                s = skip(c, t, s, val_end, field, wt, W_FEATURE_LIST)
+                if s == NULL:
+                    return NULL
+                continue
+            if wt != 2:
+                return fail(c, t, M_WRONG_WIRE, W_FEATURE_LIST, 1, wt)
+            s = delimited(c, s, val_end, &q, W_FEATURE_LIST)
+            if s == NULL:
+                return NULL
+            if scan_feature(c, s, q, &fs) == NULL:
+                return NULL
+            s = q
+            kind = <int>e[V_KIND]
+            if fs.kind != 0:
+                e[V_KIND] = fs.kind if kind == 0 or kind == fs.kind else KIND_MIXED
+            e[V_COUNT] += fs.count
+            e[V_NBYTES] += fs.nbytes
+            e[V_STEPS] += 1
+            if e[V_STEP_MIN] < 0 or fs.count < e[V_STEP_MIN]:
+                e[V_STEP_MIN] = fs.count
+            if fs.count > e[V_STEP_MAX]:
+                e[V_STEP_MAX] = fs.count
+            if fs.first != NULL and e[V_FIRST_START] < 0:
+                e[V_FIRST_START] = fs.first - data
+                e[V_FIRST_LEN] = fs.first_len
+    return p
+
+
+def survey(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
+           Py_ssize_t hi, int64_t[:, ::1] out) -> tuple:
+    """Lists every map entry of records lo..hi, in order, as rows of `out` ((cap,
+    SURVEY_FIELDS)): record, section (0 features/context, 1 feature lists), key start and
+    length in data, kind (0 none, 1 bytes, 2 float, 3 int64, 4 mixed), values, bytes,
+    steps, min and max values per step, first bytes value start and length.
+    Returns (status, next record, entries, detail); FULL when out filled up before
+    record `next record` (whose entries are not listed)."""
+    cdef Py_ssize_t size = data.shape[0], r, n = 0, kept = 0
+    cdef const uint8_t *base = &data[0] if size else NULL
+    cdef const uint8_t *p
+    cdef const uint8_t *end
+    cdef const uint8_t *q
+    cdef const uint8_t *at
+    cdef uint64_t field
+    cdef int wt, status = ST_OK
+    cdef Ctx c
+    cdef Py_ssize_t cap = out.shape[0]
+    cdef int64_t *o = &out[0, 0] if cap else NULL
+    if out.shape[1] != VFIELDS or offsets.shape[0] < hi + 1:
+        raise ValueError("survey: arrays do not match")
+    if hi <= lo:
+        return ST_OK, hi, 0, None
+    with nogil:
+        if not offsets_ok(&offsets[0], lo, hi, size):
+            status = ST_BAD_OFFSETS
+        r = lo
+        while status == ST_OK and r < hi:
+            c.base = p = base + offsets[r]
+            end = base + offsets[r + 1]
+            c.code = 0
+            c.feature = -1
+            kept = n
+            while p < end:
+                at = p
+                p = tag(&c, p, end, &field, &wt, W_EXAMPLE)
+                if p == NULL:
+                    break
+                if field == 1 or field == 2:
+                    if wt != 2:
+                        p = fail(&c, at, M_WRONG_WIRE, W_EXAMPLE, <int64_t>field, wt)
+                        break
+                    p = delimited(&c, p, end, &q, W_EXAMPLE)
+                    if p == NULL:
+                        break
+                    if survey_map(&c, p, q, <int>field - 1, r, base, o, cap, &n) == NULL:
+                        p = NULL
+                        break
+                    p = q
+                else:
+                    p = skip(&c, at, p, end, field, wt, W_EXAMPLE)
+                    if p == NULL:
+                        break
+            if p == NULL:
+                n = kept
+                status = ST_FULL if c.code == -1 else ST_MALFORMED
+                break
+            r += 1
+    if status == ST_MALFORMED:
+        return status, r, n, (c.offset, c.code, c.where, c.a, c.b)
+    return status, r, n, None

@@ -1,0 +1,406 @@
+"""Columns that are not rectangular: Ragged rows and bytes values.
+
+A batch is ``dict[str, column]`` where a column is one of
+
+- ``np.ndarray`` with the records on the first axis (fixed-shape features);
+- `Ragged`: flat ``values`` plus ``row_splits`` (int64, n + 1), row i being
+  ``values[row_splits[i]:row_splits[i + 1]]`` -- the layout of tf.RaggedTensor and Arrow
+  lists. values is an ndarray [total, *inner_shape], a `BytesColumn`, or another Ragged
+  (SequenceExample VarLen features: records -> steps -> values);
+- `BytesColumn`: one flat uint8 buffer plus ``offsets`` (int64, n + 1), value i being
+  ``data[offsets[i]:offsets[i + 1]]``; no Python object per value until asked for.
+
+Both hold their buffers as given (no copy); slicing returns views of values/data with
+fresh, zero-based splits or offsets.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["BytesColumn", "Column", "Ragged", "concat_columns", "take_column"]
+
+
+def _as_offsets(offsets: Any, what: str, size: int | None) -> np.ndarray:
+    offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+    if offsets.ndim != 1 or len(offsets) < 1:
+        raise ValueError(f"{what} must be a 1-D array of n + 1 offsets, got shape {offsets.shape}")
+    if offsets[0] != 0:
+        raise ValueError(f"{what} must start at 0, not {offsets[0]}")
+    if len(offsets) > 1 and np.any(offsets[1:] < offsets[:-1]):
+        raise ValueError(f"{what} must not decrease")
+    if size is not None and offsets[-1] != size:
+        raise ValueError(f"{what} ends at {offsets[-1]} but there are {size} values")
+    return offsets
+
+
+def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Concatenated aranges: starts[k] .. starts[k] + lengths[k], as one int64 array."""
+    lengths = np.asarray(lengths, np.int64)
+    total = int(lengths.sum())
+    if total == 0:
+        return np.empty(0, np.int64)
+    ends = np.cumsum(lengths)
+    shift = np.repeat(np.asarray(starts, np.int64) - (ends - lengths), lengths)
+    return np.arange(total, dtype=np.int64) + shift
+
+
+def _index_array(index: Any, n: int) -> np.ndarray | None:
+    """index as an int64 array of row numbers, or None if it is not an array-like index."""
+    if isinstance(index, (slice, int, np.integer)):
+        return None
+    idx = np.asarray(index)
+    if idx.dtype == bool:
+        if idx.shape != (n,):
+            raise IndexError(f"boolean index of shape {idx.shape} for {n} rows")
+        return np.flatnonzero(idx)
+    if idx.dtype.kind not in "iu" or idx.ndim != 1:
+        if idx.size == 0:
+            return np.empty(0, np.int64)
+        raise IndexError(f"rows must be picked by ints, a slice or a 1-D int array, not {index!r}")
+    idx = idx.astype(np.int64)
+    if idx.size and (idx.min() < -n or idx.max() >= n):
+        raise IndexError(f"row index out of range for {n} rows")
+    return np.where(idx < 0, idx + n, idx)
+
+
+def _row(i: Any, n: int) -> int:
+    i = int(i)
+    if not -n <= i < n:
+        raise IndexError(f"row {i} out of range for {n} rows")
+    return i % n
+
+
+class BytesColumn:
+    """n byte strings in one buffer: value i is data[offsets[i]:offsets[i + 1]].
+
+    col[i] -> bytes, col[a:b] -> BytesColumn (sharing data), col[[i, j]] -> BytesColumn,
+    to_numpy() -> object ndarray of bytes (what TensorFlow's .numpy() gives for strings).
+    """
+
+    __slots__ = ("data", "offsets")
+
+    def __init__(self, data: Any, offsets: Any):
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            data = np.frombuffer(data, np.uint8)
+        data = np.asarray(data)
+        if data.dtype != np.uint8 or data.ndim != 1:
+            raise ValueError(f"data must be a 1-D uint8 array, not {data.dtype} {data.shape}")
+        self.data = data
+        self.offsets = _as_offsets(offsets, "offsets", len(data))
+
+    @classmethod
+    def _trusted(cls, data: np.ndarray, offsets: np.ndarray) -> BytesColumn:
+        self = cls.__new__(cls)
+        self.data, self.offsets = data, offsets
+        return self
+
+    @classmethod
+    def from_list(cls, values: Iterable[bytes | str]) -> BytesColumn:
+        """From byte strings (str is UTF-8 encoded)."""
+        items = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
+        lengths = np.fromiter(map(len, items), np.int64, len(items))
+        offsets = np.zeros(len(items) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return cls._trusted(np.frombuffer(b"".join(items), np.uint8).copy(), offsets)
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Byte length of each value."""
+        return np.diff(self.offsets)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.data.nbytes + self.offsets.nbytes)
+
+    @property
+    def dtype(self) -> str:
+        return "bytes"
+
+    def __getitem__(self, index: Any) -> bytes | BytesColumn:
+        n = len(self)
+        if isinstance(index, (int, np.integer)):
+            i = _row(index, n)
+            return self.data[self.offsets[i] : self.offsets[i + 1]].tobytes()
+        if isinstance(index, slice):
+            start, stop, step = index.indices(n)
+            if step != 1:
+                return self.take(np.arange(start, stop, step))
+            stop = max(start, stop)
+            a, b = self.offsets[start], self.offsets[stop]
+            return BytesColumn._trusted(self.data[a:b], self.offsets[start : stop + 1] - a)
+        return self.take(_index_array(index, n))
+
+    def take(self, indices: Any) -> BytesColumn:
+        """The values at the given row numbers, copied into a new column."""
+        idx = _index_array(indices, len(self))
+        if idx is None:
+            idx = np.atleast_1d(np.asarray(indices, np.int64))
+        starts, lengths = self.offsets[idx], self.offsets[idx + 1] - self.offsets[idx]
+        offsets = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return BytesColumn._trusted(self.data[_ranges(starts, lengths)], offsets)
+
+    def __iter__(self) -> Iterator[bytes]:
+        data = self.data
+        bounds = self.offsets.tolist()
+        for k in range(len(bounds) - 1):
+            yield data[bounds[k] : bounds[k + 1]].tobytes()
+
+    def to_list(self) -> list[bytes]:
+        return list(self)
+
+    def to_numpy(self) -> np.ndarray:
+        """An object ndarray of bytes, one per value."""
+        out = np.empty(len(self), dtype=object)
+        out[:] = self.to_list()
+        return out
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.to_numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, BytesColumn):
+            return NotImplemented
+        return np.array_equal(self.offsets, other.offsets) and np.array_equal(self.data, other.data)
+
+    __hash__ = None  # mutable buffers
+
+    @classmethod
+    def concat(cls, columns: Sequence[BytesColumn]) -> BytesColumn:
+        """One column holding the values of all the columns, in order."""
+        if not columns:
+            return cls._trusted(np.empty(0, np.uint8), np.zeros(1, np.int64))
+        if len(columns) == 1:
+            return columns[0]
+        data = np.concatenate([c.data for c in columns])
+        parts, base = [np.zeros(1, np.int64)], 0
+        for c in columns:
+            parts.append(c.offsets[1:] + base)
+            base += int(c.offsets[-1])
+        return cls._trusted(data, np.concatenate(parts))
+
+    def __repr__(self) -> str:
+        n = len(self)
+        head = ", ".join(repr(self[i][:20]) for i in range(min(n, 3)))
+        more = ", ..." if n > 3 else ""
+        return f"BytesColumn([{head}{more}], n={n}, bytes={len(self.data)})"
+
+
+Values = np.ndarray | BytesColumn
+
+
+class Ragged:
+    """Rows of varying length: row i is values[row_splits[i]:row_splits[i + 1]].
+
+    values is an ndarray [total, *inner_shape], a BytesColumn, or a Ragged (nested rows).
+    r[i] -> the row (an ndarray; object ndarray of bytes for bytes values; a Ragged for
+    nested ones); r[a:b] -> Ragged; to_padded() -> a dense ndarray; to_list() -> lists.
+    """
+
+    __slots__ = ("row_splits", "values")
+
+    def __init__(self, values: Any, row_splits: Any):
+        if not isinstance(values, (BytesColumn, Ragged)):
+            values = np.asarray(values)
+            if values.ndim == 0:
+                raise ValueError("Ragged values must have at least one axis")
+        self.values = values
+        self.row_splits = _as_offsets(row_splits, "row_splits", len(values))
+
+    @classmethod
+    def _trusted(cls, values: Any, row_splits: np.ndarray) -> Ragged:
+        self = cls.__new__(cls)
+        self.values, self.row_splits = values, row_splits
+        return self
+
+    @classmethod
+    def from_lengths(cls, values: Any, lengths: Any) -> Ragged:
+        """Rows of the given lengths, cut from values in order."""
+        lengths = np.asarray(lengths, np.int64)
+        if lengths.ndim != 1 or (lengths.size and lengths.min() < 0):
+            raise ValueError("lengths must be a 1-D array of counts >= 0")
+        splits = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=splits[1:])
+        return cls(values, splits)
+
+    @classmethod
+    def from_list(cls, rows: Iterable[Any], dtype: Any = None) -> Ragged:
+        """From a list of rows (arrays, lists, or lists of bytes)."""
+        rows = list(rows)
+        if dtype == "bytes" or (
+            dtype is None
+            and any(len(r) for r in rows)
+            and isinstance(next(v for r in rows for v in r), (bytes, str))
+        ):
+            values = BytesColumn.from_list(v for r in rows for v in r)
+            return cls.from_lengths(values, [len(r) for r in rows])
+        if dtype is None:
+            dtype = next((np.asarray(r).dtype for r in rows if len(r)), None)
+        arrays = [np.asarray(r, dtype=dtype) for r in rows]
+        if arrays:
+            inner = next((a.shape[1:] for a in arrays if a.size), arrays[0].shape[1:])
+            arrays = [a.reshape((-1, *inner)) if a.size == 0 else a for a in arrays]
+        values = np.concatenate(arrays) if arrays else np.empty(0, dtype or np.float64)
+        return cls.from_lengths(values, [len(a) for a in arrays])
+
+    def __len__(self) -> int:
+        return len(self.row_splits) - 1
+
+    @property
+    def lengths(self) -> np.ndarray:
+        """Number of items in each row."""
+        return np.diff(self.row_splits)
+
+    @property
+    def dtype(self) -> Any:
+        """The values' dtype ("bytes" for byte strings)."""
+        return self.values.dtype
+
+    @property
+    def inner_shape(self) -> tuple[int, ...]:
+        """Shape of each item of a row (values.shape[1:]); () for bytes or nested rows."""
+        return self.values.shape[1:] if isinstance(self.values, np.ndarray) else ()
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes + self.row_splits.nbytes)
+
+    def __getitem__(self, index: Any) -> Any:
+        n = len(self)
+        if isinstance(index, (int, np.integer)):
+            i = _row(index, n)
+            row = self.values[self.row_splits[i] : self.row_splits[i + 1]]
+            return row.to_numpy() if isinstance(row, BytesColumn) else row
+        if isinstance(index, slice):
+            start, stop, step = index.indices(n)
+            if step != 1:
+                return self.take(np.arange(start, stop, step))
+            stop = max(start, stop)
+            a, b = self.row_splits[start], self.row_splits[stop]
+            return Ragged._trusted(self.values[a:b], self.row_splits[start : stop + 1] - a)
+        return self.take(_index_array(index, n))
+
+    def take(self, indices: Any) -> Ragged:
+        """The rows at the given row numbers, copied into a new Ragged."""
+        idx = _index_array(indices, len(self))
+        if idx is None:
+            idx = np.atleast_1d(np.asarray(indices, np.int64))
+        starts = self.row_splits[idx]
+        lengths = self.row_splits[idx + 1] - starts
+        splits = np.zeros(len(idx) + 1, np.int64)
+        np.cumsum(lengths, out=splits[1:])
+        picked = _ranges(starts, lengths)
+        values = (
+            self.values.take(picked)
+            if not isinstance(self.values, np.ndarray)
+            else self.values[picked]
+        )
+        return Ragged._trusted(values, splits)
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def to_list(self) -> list:
+        """Nested Python lists (bytes values stay bytes)."""
+        splits = self.row_splits.tolist()
+        flat = (
+            self.values.to_list()
+            if not isinstance(self.values, np.ndarray)
+            else self.values.tolist()
+        )
+        return [flat[splits[k] : splits[k + 1]] for k in range(len(splits) - 1)]
+
+    def to_padded(self, length: int | None = None, value: Any = 0) -> np.ndarray:
+        """A dense [n, length, *inner_shape] array: rows cut to length (default: the longest
+        row) and padded with value. Bytes values give an object array padded with b""."""
+        if isinstance(self.values, Ragged):
+            raise TypeError("to_padded needs flat values; pad the inner rows first")
+        lens = self.lengths
+        width = int(lens.max(initial=0)) if length is None else int(length)
+        if width < 0:
+            raise ValueError(f"length must be >= 0, not {length}")
+        n = len(self)
+        keep = np.minimum(lens, width)
+        rows = np.repeat(np.arange(n, dtype=np.int64), keep)
+        src = _ranges(self.row_splits[:-1], keep)
+        cols = src - np.repeat(self.row_splits[:-1], keep)
+        if isinstance(self.values, BytesColumn):
+            out = np.empty((n, width), dtype=object)
+            out.fill(b"" if isinstance(value, int) and value == 0 else value)
+            out[rows, cols] = self.values.take(src).to_numpy()
+            return out
+        out = np.full((n, width, *self.inner_shape), value, dtype=self.values.dtype)
+        out[rows, cols] = self.values[src]
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        """Same row splits and equal values (NaN equal to NaN)."""
+        if not isinstance(other, Ragged):
+            return NotImplemented
+        if not np.array_equal(self.row_splits, other.row_splits):
+            return False
+        a, b = self.values, other.values
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            return a.shape == b.shape and bool(
+                np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc")
+            )
+        return type(a) is type(b) and a == b
+
+    __hash__ = None
+
+    @classmethod
+    def concat(cls, columns: Sequence[Ragged]) -> Ragged:
+        """One Ragged holding the rows of all the given ones, in order."""
+        if not columns:
+            raise ValueError("Ragged.concat needs at least one Ragged")
+        if len(columns) == 1:
+            return columns[0]
+        first = columns[0].values
+        if isinstance(first, np.ndarray):
+            shapes = {c.inner_shape for c in columns}
+            if len(shapes) > 1:
+                raise ValueError(f"cannot concatenate Ragged with inner shapes {sorted(shapes)}")
+        values = concat_columns([c.values for c in columns])
+        parts, base = [np.zeros(1, np.int64)], 0
+        for c in columns:
+            parts.append(c.row_splits[1:] + base)
+            base += int(c.row_splits[-1])
+        return cls._trusted(values, np.concatenate(parts))
+
+    def __repr__(self) -> str:
+        v = self.values
+        what = (
+            f"{v.dtype} values {v.shape}"
+            if isinstance(v, np.ndarray)
+            else f"{type(v).__name__} of {len(v)}"
+        )
+        return f"Ragged({len(self)} rows, {what})"
+
+
+Column = np.ndarray | Ragged | BytesColumn
+
+
+def concat_columns(columns: Sequence[Column]) -> Column:
+    """Concatenate columns of one kind along the record axis."""
+    first = columns[0]
+    if isinstance(first, Ragged):
+        return Ragged.concat(columns)
+    if isinstance(first, BytesColumn):
+        return BytesColumn.concat(columns)
+    return np.concatenate(columns) if len(columns) > 1 else first
+
+
+def take_column(column: Column, indices: Any) -> Column:
+    """The rows of a column at the given row numbers."""
+    if isinstance(column, np.ndarray):
+        return column[np.asarray(indices, np.int64)]
+    return column.take(indices)

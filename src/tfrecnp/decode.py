@@ -1,0 +1,682 @@
+"""Record payloads -> NumPy columns: a spec compiled once, batches decoded in one call.
+
+`Decoder(spec)` turns a spec into a plan for the compiled core (`tfrecnp._core.decode`);
+`decoder.decode(batch)` decodes a `RecordBatch` (or a list of payloads) into a
+``dict[str, column]``. The core walks each batch twice without the GIL -- once to find
+and check every spec feature of every record, once to copy the values into outputs sized
+exactly from the first pass -- and large batches are split into chunks decoded by parallel
+threads. This module sizes the outputs, turns the core's status codes into errors that
+name file, record, feature and byte, and wraps buffers as columns.
+
+Which rules are protobuf's and which TensorFlow's: unknown fields are skipped (protobuf;
+TensorFlow's fast parser rejects some), the last of duplicate map keys wins (both), a
+feature present with an empty list is empty, not missing (TensorFlow), and a Feature
+whose kind is not set counts as missing (TensorFlow).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ._core import decode as _core
+from .columns import BytesColumn, Column, Ragged, concat_columns
+from .errors import CorruptRecordError, SchemaError, format_count
+from .records import Paths, RecordBatch, RecordReader
+from .spec import (
+    KIND_BYTES,
+    KIND_DTYPES,
+    KIND_FLOAT,
+    KIND_INT64,
+    KIND_NAMES,
+    Feature,
+    FixedLen,
+    Raw,
+    Spec,
+    VarLen,
+    as_spec,
+)
+from .spec import Sequence as SequenceSpec
+
+__all__ = ["Decoder", "Survey", "decode", "read", "survey"]
+
+Batch = dict[str, Column]
+
+CHUNK_MIN_BYTES = 256 << 10  # below this a batch decodes in one piece (threads cost more)
+CHUNK_MIN_RECORDS = 512
+READ_BATCH = 8192  # records per batch when reading whole files
+NAME_ENCODING = ("utf-8", "surrogateescape")
+MALFORMED_HINT = (
+    "the payload is not a valid tf.train.Example; if `tfrecnp verify` finds its CRCs "
+    "intact, the writer produced it this way"
+)
+
+_KIND_WORD = {0: "nothing", **KIND_NAMES, 4: "mixed kinds"}
+_WIRE_DTYPE = {KIND_FLOAT: np.dtype(np.float32), KIND_INT64: np.dtype(np.int64)}
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(
+                max_workers=max(os.cpu_count() or 1, 2), thread_name_prefix="tfrecnp-decode"
+            )
+        return _pool
+
+
+def _run_parallel(fn: Callable[[int], Any], count: int) -> list:
+    """fn(0..count-1), the first in this thread and the rest in the shared pool."""
+    if count == 1:
+        return [fn(0)]
+    futures: list[Future] = [_executor().submit(fn, k) for k in range(1, count)]
+    first = fn(0)
+    return [first, *(f.result() for f in futures)]
+
+
+@dataclass(frozen=True)
+class _Compiled:
+    """One spec feature as the plan sees it."""
+
+    name: str
+    spec: Feature
+    section: int  # 0 Example features / context, 1 feature lists
+    op: str
+    kind: int
+    count: int = 0
+    divisor: int = 1
+    raw_bytes: int = 0
+    default: tuple[bytes, list[int] | None] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"feature list {self.name!r}" if self.section else f"feature {self.name!r}"
+
+
+def _compile(name: str, f: Feature, section: int) -> _Compiled:
+    kind = f.kind
+    if isinstance(f, FixedLen):
+        if section:
+            return _Compiled(name, f, 1, "seq_bytes" if kind == KIND_BYTES else "seq", kind, f.size)
+        default = None
+        if f.default is not None:
+            if kind == KIND_BYTES:
+                values = [bytes(v) for v in f.default.reshape(-1)]
+                default = (b"".join(values), [len(v) for v in values])
+            else:
+                default = (np.ascontiguousarray(f.default, _WIRE_DTYPE[kind]).tobytes(), None)
+        op = "dense_bytes" if kind == KIND_BYTES else "dense"
+        return _Compiled(name, f, 0, op, kind, f.size, default=default)
+    if isinstance(f, VarLen):
+        if section:
+            op = "seq_var_bytes" if kind == KIND_BYTES else "seq_var"
+        else:
+            op = "var_bytes" if kind == KIND_BYTES else "var"
+        return _Compiled(name, f, section, op, kind, divisor=f.size)
+    if isinstance(f, Raw):
+        row = math.prod(f.row_shape) * f.itemsize
+        if section:
+            return _Compiled(name, f, 1, "seq_raw", KIND_BYTES, 1, raw_bytes=row)
+        if f.ragged:
+            if row == 0:
+                raise ValueError(f"feature {name!r}: {f.spell()} has rows of 0 bytes")
+            return _Compiled(name, f, 0, "raw_var", KIND_BYTES, 1, divisor=row)
+        if -1 in f.shape:
+            known = math.prod(d for d in f.shape if d != -1) * f.itemsize
+            if known == 0:
+                raise ValueError(f"feature {name!r}: {f.spell()} cannot resolve its -1")
+            return _Compiled(name, f, 0, "raw_any", KIND_BYTES, 1, divisor=known)
+        return _Compiled(name, f, 0, "raw", KIND_BYTES, 1, raw_bytes=row)
+    raise TypeError(f"feature {name!r}: the decoder does not know {type(f).__name__}")
+
+
+def _as_batch(batch: RecordBatch | Iterable[bytes]) -> RecordBatch:
+    if isinstance(batch, RecordBatch):
+        data = batch.data
+        offsets = batch.offsets
+        if (
+            data.dtype == np.uint8
+            and data.ndim == 1
+            and data.flags.c_contiguous
+            and offsets.dtype == np.int64
+            and offsets.flags.c_contiguous
+        ):
+            return batch
+        return RecordBatch(
+            np.ascontiguousarray(data.reshape(-1).view(np.uint8)),
+            np.ascontiguousarray(offsets, dtype=np.int64),
+            batch.origins,
+        )
+    if isinstance(batch, (bytes, bytearray, memoryview, str)):
+        raise TypeError("decode takes a list of payloads or a RecordBatch, not one payload")
+    payloads = [bytes(p) for p in batch]
+    lengths = np.fromiter(map(len, payloads), np.int64, len(payloads))
+    offsets = np.zeros(len(payloads) + 1, np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return RecordBatch(np.frombuffer(b"".join(payloads), np.uint8), offsets)
+
+
+class Decoder:
+    """A spec compiled once into a decode plan; `decode(batch)` -> dict of columns.
+
+    Reuse one Decoder for every batch of a dataset; it holds no per-batch state, so
+    threads may share it.
+    """
+
+    def __init__(self, spec: Spec | Any, *, threads: int | None = None):
+        self.spec = as_spec(spec)
+        self.threads = threads
+        if isinstance(self.spec, SequenceSpec):
+            self.sequence = True
+            parts = [(n, f, 0) for n, f in self.spec.context.items()]
+            parts += [(n, f, 1) for n, f in self.spec.sequence.items()]
+        else:
+            self.sequence = False
+            parts = [(n, f, 0) for n, f in self.spec.items()]
+        self._features = [_compile(n, f, s) for n, f, s in parts]
+        feats = self._features
+        self._plan = _core.Plan(
+            [c.name.encode(*NAME_ENCODING) for c in feats],
+            [c.section for c in feats],
+            [_core.OPS[c.op] for c in feats],
+            [c.kind for c in feats],
+            [c.count for c in feats],
+            [c.divisor for c in feats],
+            [c.raw_bytes for c in feats],
+            [c.default for c in feats],
+            self.sequence,
+        )
+
+    def __repr__(self) -> str:
+        return f"Decoder({self.spec!r})"
+
+    # -- the two passes ------------------------------------------------------------
+
+    def _chunks(self, offsets: np.ndarray, threads: int | None) -> list[tuple[int, int]]:
+        n = len(offsets) - 1
+        workers = threads if threads is not None else self.threads
+        workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        size = int(offsets[-1] - offsets[0])
+        pieces = min(workers, size // CHUNK_MIN_BYTES + 1, n // CHUNK_MIN_RECORDS + 1)
+        if pieces <= 1:
+            return [(0, n)]
+        cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], pieces + 1)[1:-1])
+        bounds = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
+        return list(itertools.pairwise(bounds))
+
+    def decode(self, batch: RecordBatch | Iterable[bytes], *, threads: int | None = None) -> Batch:
+        """Decode every record of the batch; returns {name: column} in spec order.
+
+        threads: how many chunks to decode at once (default: the Decoder's, else the
+        number of cores); small batches always decode in one piece.
+        """
+        batch = _as_batch(batch)
+        n, feats, plan = len(batch), self._features, self._plan
+        data, offsets = batch.data, batch.offsets
+        nf = len(feats)
+        if nf == 0:
+            return {}
+        chunks = self._chunks(offsets, threads)
+        table = np.empty((n, nf, _core.ROW_FIELDS), np.int64)
+        totals = np.zeros((len(chunks), nf, 4), np.int64)
+
+        def scan(k: int) -> tuple:
+            lo, hi = chunks[k]
+            return _core.scan(plan, data, offsets, lo, hi, table, totals[k])
+
+        for status in _run_parallel(scan, len(chunks)):
+            if status[0] != _core.OK:
+                raise self._scan_error(batch, table, status)
+
+        sums = totals.sum(axis=0)
+        bases = np.zeros((len(chunks), nf, 3), np.int64)
+        np.cumsum(totals[:-1, :, :3], axis=0, out=bases[1:])
+        outs = [self._allocate(c, f, n, sums[f], table, batch) for f, c in enumerate(feats)]
+        args = [o[0] for o in outs]
+
+        def fill(k: int) -> int:
+            lo, hi = chunks[k]
+            return _core.fill(plan, data, offsets, lo, hi, table, args, bases[k])
+
+        if any(s != _core.OK for s in _run_parallel(fill, len(chunks))):
+            raise RuntimeError("the batch's buffer changed while it was being decoded")
+        return {c.name: self._wrap(c, outs[f][1], table[:, f], batch) for f, c in enumerate(feats)}
+
+    def _allocate(self, c: _Compiled, f: int, n: int, sums: np.ndarray, table, batch) -> tuple:
+        """((values, offsets, splits, inner, raw_bytes) for the core, arrays to wrap)."""
+        values_total, bytes_total, steps_total = (int(x) for x in sums[:3])
+        spec, op = c.spec, c.op
+        splits = inner = offs = None
+        raw_bytes = 0
+        if op in ("var", "var_bytes", "raw_var") or c.section:
+            splits = np.empty(n + 1, np.int64)
+            splits[0] = 0
+        if op in ("seq_var", "seq_var_bytes"):
+            inner = np.empty(steps_total + 1, np.int64)
+            inner[0] = 0
+        if op == "dense":
+            values = np.empty((n, *spec.shape), _WIRE_DTYPE[c.kind])
+        elif op in ("var", "seq", "seq_var"):
+            values = np.empty(values_total, _WIRE_DTYPE[c.kind])
+        elif op in ("dense_bytes", "var_bytes", "seq_bytes", "seq_var_bytes"):
+            values = np.empty(bytes_total, np.uint8)
+            offs = np.empty(values_total + 1, np.int64)
+            offs[0] = 0
+        elif op == "raw":
+            values = np.empty((n, *spec.shape), spec.dtype)
+        elif op == "seq_raw":
+            values = np.empty((steps_total, *spec.row_shape), spec.dtype)
+        elif op == "raw_var":
+            values = np.empty((bytes_total // c.divisor, *spec.row_shape), spec.dtype)
+        else:  # raw_any: the -1 resolves from this batch's byte counts, equal in every record
+            sizes = table[:, f, 3]
+            raw_bytes = int(sizes[0]) if n else 0
+            if n and np.any(sizes != raw_bytes):
+                r = int(np.flatnonzero(sizes != raw_bytes)[0])
+                raise SchemaError(
+                    f"feature {c.name!r} holds {format_count(int(sizes[r]))} bytes at "
+                    f"{_where(batch, r)} but {format_count(raw_bytes)} at {_where(batch, 0)}; "
+                    f"{spec.spell()} needs one size per batch. Put the varying axis first "
+                    f"(a Ragged column): tn.Raw({spec.dtype!r}, shape={_varying_first(spec)})"
+                )
+            shape = tuple(raw_bytes // c.divisor if d == -1 else d for d in spec.shape)
+            values = np.empty((n, *shape), spec.dtype)
+        return (values, offs, splits, inner, raw_bytes), (values, offs, splits, inner)
+
+    def _wrap(self, c: _Compiled, arrays: tuple, rows: np.ndarray, batch: RecordBatch) -> Column:
+        values, offs, splits, inner = arrays
+        spec, op = c.spec, c.op
+        if op in ("raw", "raw_any"):
+            return values
+        if op in ("raw_var", "seq_raw"):
+            return Ragged._trusted(values, splits)
+        if offs is not None:
+            col: Any = BytesColumn._trusted(values, offs)
+            if isinstance(spec, FixedLen) and spec.shape != ():
+                col = col.to_numpy().reshape(-1, *spec.shape)
+        else:
+            col = self._cast(c, values, splits, inner, rows, batch)
+        if op == "dense_bytes":
+            return col
+        if op == "dense":
+            return col
+        if op in ("var", "var_bytes"):
+            if op == "var":
+                col = col.reshape(-1, *spec.inner_shape)
+            return Ragged._trusted(col, splits)
+        if op == "seq":
+            return Ragged._trusted(col.reshape(-1, *spec.shape), splits)
+        if op == "seq_bytes":
+            return Ragged._trusted(col, splits)
+        if op == "seq_var":
+            col = col.reshape(-1, *spec.inner_shape)
+        return Ragged._trusted(Ragged._trusted(col, inner), splits)
+
+    def _cast(self, c: _Compiled, values: np.ndarray, splits, inner, rows, batch) -> np.ndarray:
+        """The wire values (float32 / int64) as the spec's dtype; narrowing is checked."""
+        dtype = np.dtype(c.spec.dtype)
+        if dtype == values.dtype:
+            return values
+        if dtype.kind == "f":
+            out = values.astype(dtype)
+            if c.op == "dense" and c.spec.default is not None:
+                missing = (rows[:, 7] & 0xFF) == 0
+                if missing.any():  # the default as given, not rounded through float32
+                    out[missing] = c.spec.default
+            return out
+        lo, hi = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        flat = values.reshape(-1)
+        if flat.size and (flat.min() < lo or flat.max() > hi):
+            i = int(np.flatnonzero((flat < lo) | (flat > hi))[0])
+            r = self._record_of_value(c, i, splits, inner)
+            raise SchemaError(
+                f"{c.label} value {int(flat[i])} at {_where(batch, r)} does not fit in "
+                f"{dtype.name} ({lo}..{hi}); use a wider dtype such as 'int64'"
+            )
+        return values.astype(dtype)
+
+    @staticmethod
+    def _record_of_value(c: _Compiled, i: int, splits, inner) -> int:
+        if c.op == "dense":
+            return i // max(c.count, 1)
+        if c.op == "var":
+            return int(np.searchsorted(splits, i // c.divisor, side="right") - 1)
+        step = (
+            i // max(c.count, 1)
+            if c.op == "seq"
+            else int(np.searchsorted(inner, i // c.divisor, side="right") - 1)
+        )
+        return int(np.searchsorted(splits, step, side="right") - 1)
+
+    # -- errors ----------------------------------------------------------------------
+
+    def _scan_error(self, batch: RecordBatch, table: np.ndarray, status: tuple) -> Exception:
+        code, r, a, b = status
+        if code == _core.BAD_OFFSETS:
+            return ValueError(
+                "the batch's offsets do not fit its data (decreasing, or past the end)"
+            )
+        if code == _core.MALFORMED:
+            return self._malformed(batch, r, a, b)
+        c = self._features[a]
+        row = table[r, a]
+        return SchemaError(_schema_message(c, _core.SCHEMA_CODES[b], row, _where(batch, r)))
+
+    def _malformed(self, batch: RecordBatch, r: int, offset: int, detail: tuple) -> Exception:
+        reason_code, where_code, feature, a, b = detail
+        where = _core.WHERE[where_code]
+        expected = (
+            "0 (varint) or 2 (packed)"
+            if where == "an Int64List"
+            else "5 (32-bit) or 2 (packed)"
+            if where == "a FloatList"
+            else "2 (length-delimited)"
+        )
+        reason = _core.MALFORMED_REASONS[reason_code].format(
+            a=format_count(a) if isinstance(a, int) and a > 9999 else a, b=b, expected=expected
+        )
+        inside = f" of {self._features[feature].label}" if feature >= 0 else ""
+        kind = "SequenceExample" if self.sequence else "Example"
+        path, record = batch.where(r)
+        return _corrupt(f"malformed {kind}: {reason} in {where}{inside}", path, record, offset)
+
+
+def _corrupt(reason: str, path: str, record: int, offset: int) -> CorruptRecordError:
+    """A CorruptRecordError whose offset counts from the start of the record's payload."""
+    error = CorruptRecordError(reason, path=path, record=record, offset=offset, hint=MALFORMED_HINT)
+    error.args = (
+        f"{reason} at {path} record {record} (payload byte {format_count(offset)}); "
+        f"{MALFORMED_HINT}",
+    )
+    return error
+
+
+def _where(batch: RecordBatch, r: int) -> str:
+    path, record = batch.where(r)
+    return f"{path} record {record}"
+
+
+def _fmt_shape(shape: tuple[int, ...]) -> str:
+    return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
+
+
+def _varying_first(spec: Raw) -> str:
+    rest = tuple(d for d in spec.shape if d != -1)
+    return _fmt_shape((-1, *rest))
+
+
+def _a(word: str) -> str:
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
+def _suggest(c: _Compiled, kind: int, count: int, nbytes: int) -> str:
+    """A spec that would read what was found, as ' did you mean ...?', or ''."""
+    spec = c.spec
+    found = KIND_DTYPES.get(kind)
+    if found is None:
+        return ""
+    guess: Feature | None = None
+    if isinstance(spec, (FixedLen, VarLen)) and spec.dtype != "bytes" and kind == KIND_BYTES:
+        itemsize = np.dtype(spec.dtype).itemsize
+        if count == 1 and nbytes % itemsize == 0:
+            if isinstance(spec, FixedLen) and nbytes == spec.size * itemsize:
+                guess = Raw(spec.dtype, shape=spec.shape)
+            elif isinstance(spec, FixedLen):
+                guess = Raw(spec.dtype, shape=(nbytes // itemsize,))
+            else:
+                guess = Raw(spec.dtype, shape=(-1, *spec.inner_shape))
+    elif isinstance(spec, FixedLen):
+        if count == spec.size or (found == "bytes" and count == 1):
+            shape = spec.shape if count == spec.size else ()
+            guess = FixedLen(shape, found)
+        else:
+            guess = VarLen(found)
+    elif isinstance(spec, VarLen):
+        guess = VarLen(found)
+    elif isinstance(spec, Raw):
+        guess = (
+            FixedLen(spec.shape, found)
+            if (spec.shape and -1 not in spec.shape and count == math.prod(spec.shape))
+            else VarLen(found)
+        )
+    return f"; did you mean {guess.spell()}?" if guess is not None else ""
+
+
+def _schema_message(c: _Compiled, code: str, row: np.ndarray, where: str) -> str:
+    count, nbytes, steps = int(row[2]), int(row[3]), int(row[4])
+    bad_step, bad_value, kind = int(row[5]), int(row[6]), int(row[7]) & 0xFF
+    spec = c.spec
+    spelled = spec.spell()
+    n_values = f"{format_count(count)} value" + ("" if count == 1 else "s")
+    if code == "missing":
+        if isinstance(spec, Raw):
+            return (
+                f"{c.label} is missing at {where}; {spelled} reads one bytes value per record "
+                "and has no default"
+            )
+        return (
+            f"{c.label} is missing at {where} and {spelled} has no default; give it one "
+            f"(default=...), or read it as tn.VarLen({spec.dtype!r}) to get empty rows "
+            "where it is absent"
+        )
+    if code == "kind":
+        expected = KIND_NAMES[c.kind]
+        found = _KIND_WORD.get(kind, "?")
+        size = f" ({format_count(nbytes)} bytes)" if kind == KIND_BYTES else ""
+        return (
+            f"{c.label} holds {_a(found)} of {n_values}{size} where {spelled} expects "
+            f"{_a(expected)}, at {where}" + _suggest(c, kind, count, nbytes)
+        )
+    if code == "count":
+        hint = (
+            " did you mean tn.VarLen('bytes')?"
+            if spec.dtype == "bytes"
+            else f" did you mean tn.VarLen({spec.dtype!r})?"
+        )
+        return (
+            f"{c.label} has {n_values} where {spelled} expects {format_count(c.count)}, "
+            f"at {where};{hint}"
+        )
+    if code == "multiple":
+        return (
+            f"{c.label} has {n_values}, not a multiple of {c.divisor} as {spelled} needs "
+            f"(rows of shape {_fmt_shape(spec.inner_shape)}), at {where}"
+        )
+    if code == "raw_count":
+        what = "an empty bytes_list" if count == 0 else f"a bytes_list of {n_values}"
+        hint = "; did you mean tn.VarLen('bytes')?" if count > 1 else ""
+        return f"{c.label} holds {what} where {spelled} expects exactly one value, at {where}{hint}"
+    if code == "raw_size":
+        itemsize = spec.itemsize
+        if c.op == "raw":
+            want = (
+                f"{format_count(c.raw_bytes)} ({format_count(c.raw_bytes // itemsize)} × "
+                f"{itemsize} bytes)"
+            )
+        else:
+            want = f"a multiple of {format_count(c.divisor)}"
+        guess = ""
+        if nbytes % itemsize == 0 and c.op == "raw":
+            guess = f"; did you mean {Raw(spec.dtype, shape=(nbytes // itemsize,)).spell()}?"
+        return (
+            f"{c.label} holds {format_count(nbytes)} bytes where {spelled} expects {want}, "
+            f"at {where}{guess}"
+        )
+    if code == "mixed":
+        return (
+            f"{c.label} mixes kinds at {where}: step {bad_step} holds "
+            f"{_a(KIND_NAMES.get(bad_value, '?'))} after steps holding "
+            f"{KIND_NAMES.get(kind, '?')}"
+        )
+    per = f"step {bad_step} of {format_count(steps)}"
+    if code == "step_count":
+        return (
+            f"{c.label} {per} has {format_count(bad_value)} values where {spelled} expects "
+            f"{format_count(c.count)} per step, at {where}; did you mean "
+            f"tn.VarLen({spec.dtype!r}) in the sequence?"
+        )
+    if code == "step_multiple":
+        return (
+            f"{c.label} {per} has {format_count(bad_value)} values, not a multiple of "
+            f"{c.divisor} as {spelled} needs, at {where}"
+        )
+    if code == "step_raw_count":
+        return (
+            f"{c.label} {per} holds {format_count(bad_value)} bytes values where {spelled} "
+            f"expects exactly one, at {where}"
+        )
+    return (
+        f"{c.label} {per} holds {format_count(bad_value)} bytes where {spelled} expects "
+        f"{format_count(c.raw_bytes)}, at {where}"
+    )
+
+
+# --- module functions ----------------------------------------------------------------
+
+
+def decode(
+    payloads: RecordBatch | Sequence[bytes], spec: Spec | Any, *, threads: int | None = None
+) -> Batch:
+    """Decode serialized tf.train.Example (or SequenceExample, with a tn.Sequence spec)
+    payloads into {name: column}. For many batches, build one Decoder and reuse it."""
+    return Decoder(spec).decode(payloads, threads=threads)
+
+
+def read(
+    paths: Paths,
+    spec: Spec | Any = None,
+    *,
+    compression: str | None = "auto",
+    verify_crc: bool = True,
+    threads: int | None = None,
+) -> Batch:
+    """Every record of the files decoded into one dict of columns.
+
+    spec=None infers the spec from a sample of the records. The whole result is held in
+    memory; to stream a dataset larger than memory, iterate RecordReader(...).batches()
+    through a Decoder instead.
+    """
+    if spec is None:
+        try:
+            from .infer import infer_spec
+        except ImportError:
+            raise NotImplementedError(
+                "spec inference is not available yet; pass spec={...}"
+            ) from None
+        spec = infer_spec(paths)
+    decoder = Decoder(spec, threads=threads)
+    reader = RecordReader(paths, compression=compression, verify_crc=verify_crc)
+    parts = list(_pipelined(reader.batches(READ_BATCH), decoder.decode))
+    if not parts:
+        parts = [decoder.decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))]
+    return {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
+
+
+def _pipelined(batches: Iterable[RecordBatch], fn: Callable[[RecordBatch], Batch]):
+    """fn over batches, each decoded in the pool while the next one is read (two in
+    flight at most)."""
+    pending: Future | None = None
+    for batch in batches:
+        future = _executor().submit(fn, batch)
+        if pending is not None:
+            yield pending.result()
+        pending = future
+    if pending is not None:
+        yield pending.result()
+
+
+# --- survey: what the records hold, for schema inference ------------------------------
+
+
+@dataclass(frozen=True)
+class Survey:
+    """Every feature of every record of a batch, one entry per (record, section, name)
+    (the last of duplicate keys, as decoding sees it).
+
+    names[name[i]] is entry i's feature name; section 0 = Example features or
+    SequenceExample context, 1 = feature lists; kind 0 none (Feature without a list),
+    1 bytes_list, 2 float_list, 3 int64_list, 4 mixed (feature lists only); count =
+    values (all steps), nbytes = bytes of bytes values, steps/step_min/step_max for
+    feature lists (-1 elsewhere); first = the first bytes value's leading bytes (up to 16)
+    or b"".
+    """
+
+    names: list[str]
+    records: int
+    record: np.ndarray
+    section: np.ndarray
+    name: np.ndarray
+    kind: np.ndarray
+    count: np.ndarray
+    nbytes: np.ndarray
+    steps: np.ndarray
+    step_min: np.ndarray
+    step_max: np.ndarray
+    first: list[bytes]
+
+    def __len__(self) -> int:
+        return len(self.record)
+
+
+def survey(batch: RecordBatch | Iterable[bytes], *, first_bytes: int = 16) -> Survey:
+    """List each record's features (name, kind, value count, ...) without a spec, for
+    schema inference and `tfrecnp inspect`. Malformed records raise CorruptRecordError."""
+    batch = _as_batch(batch)
+    data, offsets = batch.data, batch.offsets
+    n = len(batch)
+    cap = max(64, n * 8)
+    parts = []
+    r = 0
+    while r < n:
+        out = np.empty((cap, _core.SURVEY_FIELDS), np.int64)
+        status, nxt, count, detail = _core.survey(data, offsets, r, n, out)
+        parts.append(out[:count])
+        if status == _core.MALFORMED:
+            offset, code, where, a, b = detail
+            path, record = batch.where(nxt)
+            reason = _core.MALFORMED_REASONS[code].format(a=a, b=b, expected="another")
+            raise _corrupt(
+                f"malformed record: {reason} in {_core.WHERE[where]}", path, record, offset
+            )
+        if status == _core.BAD_OFFSETS:
+            raise ValueError("the batch's offsets do not fit its data")
+        if status == _core.FULL and nxt == r and count == 0:
+            cap *= 4  # one record holds more entries than fit
+        r = nxt
+    table = np.concatenate(parts) if parts else np.empty((0, _core.SURVEY_FIELDS), np.int64)
+    keys = [data[s : s + k].tobytes() for s, k in table[:, 2:4].tolist()]
+    ids: dict[bytes, int] = {}
+    name = np.fromiter((ids.setdefault(k, len(ids)) for k in keys), dtype=np.int64, count=len(keys))
+    # the last entry of each (record, section, name) wins
+    key = (table[:, 0] * 2 + table[:, 1]) * max(len(ids), 1) + name
+    _, last_rev = np.unique(key[::-1], return_index=True)
+    keep = np.sort(len(key) - 1 - last_rev)
+    table, name = table[keep], name[keep]
+    first = [
+        data[s : s + min(k, first_bytes)].tobytes() if s >= 0 else b""
+        for s, k in table[:, 10:12].tolist()
+    ]
+    return Survey(
+        names=[k.decode(*NAME_ENCODING) for k in ids],
+        records=n,
+        record=table[:, 0].copy(),
+        section=table[:, 1].copy(),
+        name=name,
+        kind=table[:, 4].copy(),
+        count=table[:, 5].copy(),
+        nbytes=table[:, 6].copy(),
+        steps=np.where(table[:, 1] == 1, table[:, 7], -1),
+        step_min=table[:, 8].copy(),
+        step_max=table[:, 9].copy(),
+        first=first,
+    )

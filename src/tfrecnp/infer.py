@@ -1,0 +1,188 @@
+"""Schema inference: read a sample of records and propose the spec that decodes them.
+
+Rules (per feature name, over the sampled records):
+
+- kind and dtype come from the list the feature holds (bytes_list -> "bytes", float_list ->
+  "float32", int64_list -> "int64"); one name holding different kinds is a SchemaError;
+- present in every sampled record with one value count c > 0 -> ``FixedLen(() if c == 1
+  else (c,), dtype)``; otherwise ``VarLen(dtype)`` (a missing VarLen is an empty row, so
+  nothing is lost);
+- in SequenceExample feature lists, c is the value count of each step;
+- notes flag what a spec cannot say alone: features missing from some records, bytes that
+  begin with JPEG or PNG magic (images), and single bytes values all of one length (perhaps
+  an array's raw bytes: ``tn.Raw(dtype, shape)``).
+
+The sample is the first records of each file (up to 32 files, evenly chosen), so features
+that appear only late in a file can be missed; pass a spec to be sure.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .decode import Decoder, Survey, survey
+from .errors import SchemaError, format_count
+from .records import Paths, RecordBatch, RecordReader, expand_paths, file_compression, scan_file
+from .spec import KIND_BYTES, KIND_DTYPES, KIND_NAMES, Feature, FixedLen, Sequence, Spec, VarLen
+
+__all__ = ["FeatureStats", "Inspection", "infer_spec", "inspect"]
+
+MAX_SAMPLED_FILES = 32
+IMAGE_MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
+
+
+@dataclass
+class FeatureStats:
+    """What the sample showed of one feature, and the spec proposed for it."""
+
+    name: str
+    sequence: bool
+    kind: str
+    feature: Feature | None
+    present: float
+    count_min: int
+    count_median: float
+    count_max: int
+    notes: list[str] = field(default_factory=list)
+    example: object = None
+    first_row: int = -1  # first sampled record holding it
+
+
+@dataclass
+class Inspection:
+    """Files (path, compression, records, bytes), sampled feature stats, proposed spec."""
+
+    files: list[tuple[str, str | None, int, int]]
+    sampled: int
+    features: list[FeatureStats]
+    spec: Spec
+
+
+def _sample(paths: list[str], sample: int, compression: str | None) -> RecordBatch:
+    if sample < 1:
+        raise ValueError(f"sample must be at least 1, not {sample}")
+    step = max(1, len(paths) / MAX_SAMPLED_FILES)
+    chosen = [paths[int(i * step)] for i in range(min(len(paths), MAX_SAMPLED_FILES))]
+    quota = math.ceil(sample / len(chosen))
+    parts = []
+    for path in chosen:
+        batch = next(iter(RecordReader(path, compression=compression).batches(quota)), None)
+        if batch is not None:
+            parts.append(batch)
+    if not parts:
+        return RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64))
+    return RecordBatch.concat(parts).slice(0, min(sample, sum(map(len, parts))))
+
+
+def _stats(s: Survey, name_id: int, section: int, where: str) -> FeatureStats:
+    rows = (s.name == name_id) & (s.section == section)
+    kinds = s.kind[rows]
+    present = kinds != 0
+    name = s.names[name_id]
+    seen = sorted({int(k) for k in kinds[present]})
+    if len(seen) > 1 or 4 in seen:
+        words = " and ".join(KIND_NAMES.get(k, "mixed kinds") for k in seen)
+        raise SchemaError(
+            f"feature {name!r} holds {words} in different records of {where}; a feature keeps "
+            "one kind across a dataset: pass a spec that reads the records you want"
+        )
+    sequence = section == 1
+    if not seen:
+        return FeatureStats(name, sequence, "none", None, 0.0, 0, 0, 0, ["never holds a list"])
+    kind = seen[0]
+    dtype = KIND_DTYPES[kind]
+    counts = s.count[rows][present]
+    present_in = int(present.sum())
+    stats = FeatureStats(
+        name,
+        sequence,
+        KIND_NAMES[kind],
+        None,
+        present_in / max(s.records, 1),
+        int(counts.min()),
+        float(np.median(counts)),
+        int(counts.max()),
+    )
+    stats.first_row = int(s.record[rows][present][0])
+    if sequence:
+        lo, hi = s.step_min[rows][present], s.step_max[rows][present]
+        steps = s.steps[rows][present]
+        per_step = {int(v) for v in np.concatenate([lo[steps > 0], hi[steps > 0]])}
+        fixed = len(per_step) == 1 and per_step != {0}
+        width = per_step.pop() if fixed else 0
+        stats.count_min, stats.count_max = int(steps.min()), int(steps.max())
+        stats.count_median = float(np.median(steps))
+        stats.notes.append("counts are steps per record")
+    else:
+        fixed = present_in == s.records and stats.count_min == stats.count_max > 0
+        width = stats.count_min
+        if present_in < s.records:
+            stats.notes.append(f"missing from {1 - stats.present:.0%} of records")
+    shape = () if width == 1 else (width,)
+    stats.feature = FixedLen(shape, dtype) if fixed else VarLen(dtype)
+    if kind == KIND_BYTES:
+        firsts = [f for f in np.array(s.first, dtype=object)[rows][present] if f]
+        for magic, image in IMAGE_MAGIC.items():
+            if firsts and all(f.startswith(magic) for f in firsts):
+                stats.notes.append(f"{image} images")
+        sizes = s.nbytes[rows][present]
+        if fixed and width == 1 and sizes.min() == sizes.max() > 0 and len(stats.notes) == 0:
+            stats.notes.append(
+                f"every value is {format_count(int(sizes[0]))} bytes: raw array bytes? "
+                "try tn.Raw(dtype, shape)"
+            )
+    return stats
+
+
+def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], Spec]:
+    s = survey(batch)
+    pairs = np.unique(np.stack([s.section, s.name], axis=1), axis=0).tolist()
+    stats = [_stats(s, n, sec, where) for sec, n in pairs]
+    stats.sort(key=lambda f: (f.sequence, f.name))
+    context = {f.name: f.feature for f in stats if not f.sequence and f.feature is not None}
+    sequence = {f.name: f.feature for f in stats if f.sequence and f.feature is not None}
+    if sequence:
+        return stats, Sequence(context=context, sequence=sequence)
+    if not context:
+        raise SchemaError(
+            f"no features found in the {format_count(len(batch))} sampled records of {where}"
+        )
+    return stats, context
+
+
+def infer_spec(paths: Paths, sample: int = 1024, *, compression: str | None = "auto") -> Spec:
+    """Propose a spec (dict, or tn.Sequence for SequenceExample records) from up to `sample`
+    records spread across the files. See the module docstring for the rules."""
+    files = expand_paths(paths)
+    batch = _sample(files, sample, compression)
+    if not len(batch):
+        raise SchemaError(f"{files[0]} holds no records to infer a spec from; pass spec={{...}}")
+    return _survey_stats(batch, _where(files))[1]
+
+
+def inspect(paths: Paths, sample: int = 1024, *, compression: str | None = "auto") -> Inspection:
+    """Files, record counts, per-feature statistics with an example value, and the
+    proposed spec: what `tfrecnp inspect` prints."""
+    paths = expand_paths(paths)
+    files = []
+    for path in paths:
+        kind = file_compression(path, compression)
+        records = len(scan_file(path, compression=kind))
+        files.append((path, kind, records, os.path.getsize(path)))
+    batch = _sample(paths, sample, compression)
+    if not len(batch):
+        return Inspection(files, 0, [], {})
+    stats, spec = _survey_stats(batch, _where(paths))
+    columns = Decoder(spec).decode(batch)
+    for f in stats:
+        if f.feature is not None:
+            f.example = columns[f.name][f.first_row]
+    return Inspection(files, len(batch), stats, spec)
+
+
+def _where(files: list[str]) -> str:
+    return files[0] if len(files) == 1 else f"{files[0]} and {len(files) - 1} more files"

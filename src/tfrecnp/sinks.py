@@ -1,0 +1,866 @@
+"""Where columns go: a folder of .npy files, a .npz, HDF5 or Zarr; and `load` to get them back.
+
+A sink takes batches (``dict[str, column]``) and appends each column to arrays on disk, so
+memory stays bounded by one batch however large the dataset. Every format holds the same
+arrays, named after the feature (its *stem*: the name with every character other than
+``A-Z a-z 0-9 _ -`` written as ``%XX`` of its UTF-8 bytes, so "image/encoded" is stored as
+"image%2Fencoded"):
+
+==============================  ==============================================================
+column                          arrays
+==============================  ==============================================================
+ndarray [N, *shape]             ``stem`` [N, *shape]
+Ragged                          ``stem.row_splits`` int64 [N + 1] and ``stem.values``
+                                (itself laid out by these rules: an array, bytes, or Ragged)
+BytesColumn                     ``stem.values`` uint8 [total bytes] and ``stem.offsets``
+                                int64 [N + 1]; value i is values[offsets[i]:offsets[i + 1]]
+object ndarray of bytes         as a BytesColumn of the N * prod(shape) values, row-major
+==============================  ==============================================================
+
+plus a manifest (format, records, the spec, and each column's layout): ``tfrecnp.json`` in a
+.npy folder (beside ``spec.json``, the spec alone, for ``--spec``) and in a .npz, the root
+attribute ``tfrecnp`` in HDF5 and Zarr. Files: ``stem.npy`` in a folder; ``stem.npy``
+members of a .npz (stored, not compressed, so they memory-map); datasets chunked along
+records in HDF5 (h5py); arrays chunked along records in Zarr v3.
+
+Outputs are built under a hidden temporary name beside the target and renamed onto it when
+complete; the manifest is written last. An exception removes the temporary output, so
+nothing incomplete ever carries the target's name. `load` refuses outputs without a manifest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import uuid
+import zipfile
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .columns import BytesColumn, Column, Ragged
+from .errors import SchemaError, TFRecordError, format_count
+from .spec import spec_from_json, spec_to_json
+
+__all__ = [
+    "FORMATS",
+    "ArraySink",
+    "Arrays",
+    "LazyBytes",
+    "LazyRagged",
+    "load",
+    "output_format",
+    "stem",
+]
+
+FORMATS = ("npy", "npz", "hdf5", "zarr")
+MANIFEST = "tfrecnp.json"
+SPEC_FILE = "spec.json"
+MANIFEST_FORMAT = "tfrecnp.arrays/1"
+CHUNK_BYTES = 1 << 20  # HDF5 / Zarr chunks hold about this much (whole rows, at least one)
+_EXTENSIONS = {
+    ".npz": "npz",
+    ".h5": "hdf5",
+    ".hdf5": "hdf5",
+    ".hdf": "hdf5",
+    ".he5": "hdf5",
+    ".zarr": "zarr",
+    ".npy": "npy",
+}
+_ALIASES = {"npy": "npy", "npz": "npz", "hdf5": "hdf5", "h5": "hdf5", "zarr": "zarr"}
+_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+NPY_MAGIC = b"\x93NUMPY"
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+ZIP_MAGIC = b"PK\x03\x04"
+
+
+def _install_hint(module: str, extra: str) -> ImportError:
+    return ImportError(
+        f"this format needs {module}: pip install 'tfrecnp[{extra}]' (or pip install {module})"
+    )
+
+
+def stem(name: str) -> str:
+    """A feature name as a file / array name: characters outside A-Z a-z 0-9 _ - become %XX
+    (UTF-8 bytes), so names with '/' or '.' neither nest nor clash with the .values /
+    .row_splits / .offsets suffixes. The empty name is '%'."""
+    if not name:
+        return "%"
+    out = []
+    for ch in name:
+        if ch in _SAFE:
+            out.append(ch)
+        else:
+            out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape"))
+    return "".join(out)
+
+
+def output_format(path: str | os.PathLike, format: str | None = None) -> str:
+    """The sink format: `format` if given ("npy", "npz", "hdf5" (or "h5"), "zarr"), else from
+    the extension of path (.npz, .h5/.hdf5, .zarr); no extension, or .npy, is a .npy folder."""
+    if format is not None:
+        fmt = _ALIASES.get(str(format).lower())
+        if fmt is None:
+            raise ValueError(
+                f"unknown format {format!r}; use one of {', '.join(FORMATS)} "
+                "(TFRecord output comes from tn.write)"
+            )
+        return fmt
+    path = os.fspath(path)
+    ext = os.path.splitext(path.rstrip("/" + os.sep))[1].lower()
+    if not ext or path.endswith(("/", os.sep)):
+        return "npy"
+    if ext in _EXTENSIONS:
+        return _EXTENSIONS[ext]
+    raise ValueError(
+        f"cannot tell the output format of {path} from its extension {ext!r}; pass "
+        f"format= one of {', '.join(FORMATS)} (or use .npz, .h5, .zarr, or a folder name)"
+    )
+
+
+# --- leaves: one growing array each -------------------------------------------------------
+
+
+def _npy_header(dtype: np.dtype, shape: tuple[int, ...], size: int | None = None) -> bytes:
+    """A version 1.0 .npy header for (dtype, shape), padded with spaces to `size` bytes (or
+    to the next multiple of 64)."""
+    text = (
+        f"{{'descr': {np.lib.format.dtype_to_descr(dtype)!r}, 'fortran_order': False, "
+        f"'shape': {tuple(int(d) for d in shape)!r}, }}"
+    )
+    body = len(NPY_MAGIC) + 2 + 2 + len(text) + 1
+    if size is None:
+        size = -(-body // 64) * 64
+    if body > size or size - 10 > 0xFFFF:
+        raise AssertionError("npy header does not fit its reserved space")
+    text = text + " " * (size - body) + "\n"
+    return NPY_MAGIC + bytes([1, 0]) + (size - 10).to_bytes(2, "little") + text.encode("latin1")
+
+
+class _Leaf:
+    """An array that grows along its first axis: append(rows) ... finish()."""
+
+    def __init__(self, name: str, dtype: np.dtype, inner: tuple[int, ...]):
+        self.name = name
+        self.dtype = np.dtype(dtype)
+        self.inner = tuple(inner)
+        self.rows = 0
+
+    def append(self, arr: np.ndarray) -> None:
+        if arr.shape[1:] != self.inner:
+            raise SchemaError(
+                f"array {self.name!r}: rows of shape {arr.shape[1:]} after rows of shape "
+                f"{self.inner}; a column keeps one row shape across batches (a tn.Raw shape "
+                "with -1 resolves per batch: put the -1 first for a Ragged column)"
+            )
+        if arr.dtype != self.dtype:
+            raise SchemaError(
+                f"array {self.name!r}: {arr.dtype} values after {self.dtype} ones; a column "
+                "keeps one dtype across batches"
+            )
+        self._append(np.ascontiguousarray(arr))
+        self.rows += len(arr)
+
+    def _append(self, arr: np.ndarray) -> None:
+        raise NotImplementedError
+
+    def finish(self) -> None:
+        pass
+
+    def describe(self) -> dict:
+        return {
+            "kind": "array",
+            "array": self.name,
+            "dtype": np.lib.format.dtype_to_descr(self.dtype),
+            "shape": [self.rows, *self.inner],
+        }
+
+
+class _NpyLeaf(_Leaf):
+    """A .npy file written front to back: a header with room for any row count, the rows as
+    they come, and the real shape written into the header at the end. Nothing is mapped, so
+    written pages belong to the page cache, not to this process."""
+
+    HEADER_ROWS = 10**19  # the header is sized for a row count this long
+
+    def __init__(self, folder: str, name: str, dtype: np.dtype, inner: tuple[int, ...]):
+        super().__init__(name, dtype, inner)
+        self.path = os.path.join(folder, name + ".npy")
+        self.header_size = len(_npy_header(self.dtype, (self.HEADER_ROWS, *inner)))
+        self.file = open(self.path, "wb")  # noqa: SIM115 (closed by finish / close)
+        self.file.write(_npy_header(self.dtype, (0, *inner), self.header_size))
+
+    def _append(self, arr: np.ndarray) -> None:
+        if arr.size:
+            self.file.write(arr.reshape(-1).view(np.uint8).data)
+
+    def finish(self) -> None:
+        self.file.seek(0)
+        self.file.write(_npy_header(self.dtype, (self.rows, *self.inner), self.header_size))
+        self.file.close()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _ChunkedLeaf(_Leaf):
+    """An HDF5 dataset or Zarr array, written a whole chunk at a time (rows are staged until
+    a chunk fills), so no chunk is ever read back and rewritten."""
+
+    def __init__(self, name: str, dtype: np.dtype, inner: tuple[int, ...]):
+        super().__init__(name, dtype, inner)
+        row = max(1, math.prod(inner) * self.dtype.itemsize)
+        self.chunk_rows = max(1, CHUNK_BYTES // row)
+        self.chunks = (self.chunk_rows, *(max(1, d) for d in inner))
+        self.stage = np.empty((self.chunk_rows, *inner), self.dtype)
+        self.staged = 0
+
+    def _append(self, arr: np.ndarray) -> None:
+        k = self.chunk_rows
+        if self.staged:
+            take = min(k - self.staged, len(arr))
+            self.stage[self.staged : self.staged + take] = arr[:take]
+            self.staged += take
+            arr = arr[take:]
+            if self.staged < k:
+                return
+            self._store(self.stage)
+            self.staged = 0
+        whole = len(arr) - len(arr) % k
+        if whole:
+            self._store(arr[:whole])
+        rest = len(arr) - whole
+        if rest:
+            self.stage[:rest] = arr[whole:]
+            self.staged = rest
+
+    def finish(self) -> None:
+        if self.staged:
+            self._store(self.stage[: self.staged])
+            self.staged = 0
+
+    def _store(self, block: np.ndarray) -> None:
+        raise NotImplementedError
+
+
+class _H5Leaf(_ChunkedLeaf):
+    def __init__(self, file, name: str, dtype: np.dtype, inner: tuple[int, ...]):
+        super().__init__(name, dtype, inner)
+        self.file = file
+        self.dataset = None
+
+    def _store(self, block: np.ndarray) -> None:
+        if self.dataset is None:  # created at the first store: a small array gets a small chunk
+            rows = self.chunk_rows if len(block) == self.chunk_rows else max(1, len(block))
+            self.dataset = self.file.create_dataset(
+                self.name,
+                shape=(0, *self.inner),
+                maxshape=(None, *self.inner),
+                chunks=(rows, *self.chunks[1:]),
+                dtype=self.dtype,
+            )
+        n = self.dataset.shape[0]
+        self.dataset.resize(n + len(block), axis=0)
+        self.dataset[n:] = block
+
+    def finish(self) -> None:
+        super().finish()
+        if self.dataset is None:
+            self._store(self.stage[:0])
+
+
+class _ZarrLeaf(_ChunkedLeaf):
+    def __init__(self, group, name: str, dtype: np.dtype, inner: tuple[int, ...]):
+        super().__init__(name, dtype, inner)
+        self.group = group
+        self.array = None
+
+    def _store(self, block: np.ndarray) -> None:
+        if self.array is None:
+            rows = self.chunk_rows if len(block) == self.chunk_rows else max(1, len(block))
+            self.array = self.group.create_array(
+                self.name, shape=(0, *self.inner), chunks=(rows, *self.chunks[1:]), dtype=self.dtype
+            )
+        if len(block):
+            self.array.append(block, axis=0)
+
+    def finish(self) -> None:
+        super().finish()
+        if self.array is None:
+            self._store(self.stage[:0])
+
+
+# --- nodes: a column's layout over leaves ----------------------------------------------------
+
+
+class _ArrayNode:
+    def __init__(self, sink: ArraySink, name: str, first: np.ndarray):
+        self.leaf = sink._leaf(name, first.dtype, first.shape[1:])
+
+    def write(self, col: Any) -> None:
+        if not isinstance(col, np.ndarray) or col.dtype.hasobject:
+            raise SchemaError(
+                f"array {self.leaf.name!r}: a {type(col).__name__} after ndarray batches; a "
+                "column keeps one kind across batches"
+            )
+        self.leaf.append(col)
+
+    def describe(self) -> dict:
+        return self.leaf.describe()
+
+
+class _BytesNode:
+    def __init__(self, sink: ArraySink, name: str, shape: tuple[int, ...] = ()):
+        self.name = name
+        self.shape = shape
+        self.values = sink._leaf(name + ".values", np.dtype(np.uint8), ())
+        self.offsets = sink._leaf(name + ".offsets", np.dtype(np.int64), ())
+        self.offsets.append(np.zeros(1, np.int64))
+        self.base = 0
+        self.rows = 0
+
+    def write(self, col: Any) -> None:
+        if isinstance(col, np.ndarray) and col.dtype.hasobject:
+            if col.shape[1:] != self.shape:
+                raise SchemaError(
+                    f"array {self.name!r}: rows of shape {col.shape[1:]} after rows of "
+                    f"shape {self.shape}"
+                )
+            rows = len(col)
+            col = BytesColumn.from_list(col.reshape(-1).tolist())
+        elif isinstance(col, BytesColumn):
+            rows = len(col)
+        else:
+            raise SchemaError(
+                f"array {self.name!r}: a {type(col).__name__} after batches of bytes; a column "
+                "keeps one kind across batches"
+            )
+        offsets = col.offsets
+        data = col.data[offsets[0] : offsets[-1]]
+        self.values.append(data)
+        self.offsets.append(offsets[1:] - offsets[0] + self.base)
+        self.base += len(data)
+        self.rows += rows
+
+    def describe(self) -> dict:
+        out = {
+            "kind": "bytes",
+            "values": self.values.name,
+            "offsets": self.offsets.name,
+            "rows": self.rows,
+        }
+        if self.shape:
+            out["shape"] = list(self.shape)
+        return out
+
+
+class _RaggedNode:
+    def __init__(self, sink: ArraySink, name: str, first: Ragged):
+        self.name = name
+        self.row_splits = sink._leaf(name + ".row_splits", np.dtype(np.int64), ())
+        self.row_splits.append(np.zeros(1, np.int64))
+        self.values = _node(sink, name + ".values", first.values)
+        self.base = 0
+        self.rows = 0
+
+    def write(self, col: Any) -> None:
+        if not isinstance(col, Ragged):
+            raise SchemaError(
+                f"array {self.name!r}: a {type(col).__name__} after Ragged batches; a column "
+                "keeps one kind across batches"
+            )
+        splits = col.row_splits
+        lo, hi = int(splits[0]), int(splits[-1])
+        values = col.values if (lo == 0 and hi == len(col.values)) else col.values[lo:hi]
+        self.values.write(values)
+        self.row_splits.append(splits[1:] - lo + self.base)
+        self.base += hi - lo
+        self.rows += len(col)
+
+    def describe(self) -> dict:
+        return {
+            "kind": "ragged",
+            "row_splits": self.row_splits.name,
+            "values": self.values.describe(),
+            "rows": self.rows,
+        }
+
+
+def _node(sink: ArraySink, name: str, col: Any):
+    if isinstance(col, Ragged):
+        return _RaggedNode(sink, name, col)
+    if isinstance(col, BytesColumn):
+        return _BytesNode(sink, name)
+    if isinstance(col, np.ndarray):
+        if col.dtype.hasobject:
+            return _BytesNode(sink, name, col.shape[1:])
+        if col.ndim == 0:
+            raise SchemaError(f"column {name!r} is a 0-d array; columns have one row per record")
+        return _ArrayNode(sink, name, col)
+    raise TypeError(
+        f"column {name!r} is a {type(col).__name__}; expected an ndarray, tn.Ragged or "
+        "tn.BytesColumn"
+    )
+
+
+def _column_length(col: Any) -> int:
+    return len(col)
+
+
+# --- the sink --------------------------------------------------------------------------------
+
+
+def _hidden_sibling(path: str, tag: str) -> str:
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.{tag}-{uuid.uuid4().hex[:8]}")
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+class ArraySink:
+    """Appends batches of columns to arrays on disk in one of FORMATS.
+
+    The target appears only when `close()` completes; `abort()` (or an exception inside a
+    ``with`` block) removes everything written. With overwrite=False an existing target is
+    an error before anything is written.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        format: str | None = None,
+        *,
+        spec: Any = None,
+        overwrite: bool = False,
+    ):
+        self.path = os.fspath(path).rstrip("/" + os.sep) or os.fspath(path)
+        self.format = output_format(path, format)
+        self.spec = spec
+        self.overwrite = overwrite
+        if os.path.lexists(self.path) and not overwrite:
+            raise FileExistsError(
+                f"{self.path} already exists; pass overwrite=True (--overwrite) to replace it, "
+                "or choose another name"
+            )
+        parent = os.path.dirname(os.path.abspath(self.path))
+        if not os.path.isdir(parent):
+            raise FileNotFoundError(f"the folder {parent} for {self.path} does not exist")
+        self._columns: dict[str, Any] = {}
+        self._leaves: list[_Leaf] = []
+        self.records = 0
+        self.closed = False
+        self.tmp = _hidden_sibling(self.path, "tmp")
+        self._h5 = self._zarr = None
+        try:
+            self._open_target()
+        except BaseException:
+            _remove(self.tmp)
+            raise
+
+    def _open_target(self) -> None:
+        if self.format in ("npy", "npz"):
+            # a .npz is built as a folder of .npy files, then packed into the zip at close
+            self._folder = self.tmp if self.format == "npy" else self.tmp + ".d"
+            os.mkdir(self._folder)
+        elif self.format == "hdf5":
+            try:
+                import h5py
+            except ImportError:
+                raise _install_hint("h5py", "hdf5") from None
+            self._h5 = h5py.File(self.tmp, "w")
+        else:
+            try:
+                import zarr
+            except ImportError:
+                raise _install_hint("zarr", "zarr") from None
+            self._zarr = zarr.open_group(self.tmp, mode="w", zarr_format=3)
+
+    def _leaf(self, name: str, dtype: np.dtype, inner: tuple[int, ...]) -> _Leaf:
+        if self.format in ("npy", "npz"):
+            leaf: _Leaf = _NpyLeaf(self._folder, name, dtype, inner)
+        elif self.format == "hdf5":
+            leaf = _H5Leaf(self._h5, name, dtype, inner)
+        else:
+            leaf = _ZarrLeaf(self._zarr, name, dtype, inner)
+        self._leaves.append(leaf)
+        return leaf
+
+    def write(self, batch: Mapping[str, Column]) -> None:
+        """Append one batch: the same column names (and kinds) in every batch."""
+        if self.closed:
+            raise ValueError(f"the sink for {self.path} is closed")
+        lengths = {name: _column_length(col) for name, col in batch.items()}
+        if len(set(lengths.values())) > 1:
+            listed = ", ".join(f"{k!r}: {v}" for k, v in lengths.items())
+            raise SchemaError(f"the columns of a batch differ in length ({listed})")
+        if not self._columns and not self._leaves:
+            names = {}
+            for name in batch:
+                s = stem(name)
+                if s in names:
+                    raise SchemaError(f"features {names[s]!r} and {name!r} share the name {s!r}")
+                names[s] = name
+            self._columns = {name: _node(self, stem(name), col) for name, col in batch.items()}
+        elif set(batch) != set(self._columns):
+            raise SchemaError(
+                f"batch columns {sorted(batch)} differ from the first batch's "
+                f"{sorted(self._columns)}"
+            )
+        for name, col in batch.items():
+            self._columns[name].write(col)
+        self.records += next(iter(lengths.values()), 0)
+
+    def manifest(self) -> dict:
+        spec = None if self.spec is None else json.loads(spec_to_json(self.spec))
+        return {
+            "format": MANIFEST_FORMAT,
+            "records": self.records,
+            "columns": {name: node.describe() for name, node in self._columns.items()},
+            "spec": spec,
+        }
+
+    def close(self) -> str:
+        """Finish every array, write the manifest, and move the output into place."""
+        if self.closed:
+            return self.path
+        try:
+            for leaf in self._leaves:
+                leaf.finish()
+            manifest = self.manifest()
+            text = json.dumps(manifest, indent=1, ensure_ascii=False)
+            if self.format == "npy":
+                if self.spec is not None:
+                    with open(os.path.join(self.tmp, SPEC_FILE), "w", encoding="utf-8") as f:
+                        f.write(spec_to_json(self.spec) + "\n")
+                with open(os.path.join(self.tmp, MANIFEST), "w", encoding="utf-8") as f:
+                    f.write(text + "\n")
+            elif self.format == "npz":
+                self._pack_npz(text)
+            elif self.format == "hdf5":
+                self._h5.attrs["tfrecnp"] = text
+                self._h5.close()
+            else:
+                self._zarr.attrs["tfrecnp"] = manifest
+            self._publish()
+        except BaseException:
+            self.abort()
+            raise
+        self.closed = True
+        return self.path
+
+    def _pack_npz(self, manifest: str) -> None:
+        with zipfile.ZipFile(self.tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+            for leaf in self._leaves:
+                zf.write(os.path.join(self._folder, leaf.name + ".npy"), leaf.name + ".npy")
+            zf.writestr(MANIFEST, manifest)
+        shutil.rmtree(self._folder)
+
+    def _publish(self) -> None:
+        old = None
+        if os.path.lexists(self.path):
+            if not self.overwrite:
+                raise FileExistsError(f"{self.path} appeared while it was being written")
+            old = _hidden_sibling(self.path, "old")
+            os.rename(self.path, old)
+        os.rename(self.tmp, self.path)
+        if old is not None:
+            _remove(old)
+
+    def abort(self) -> None:
+        """Drop everything written; the target is left as it was."""
+        if self.closed:
+            return
+        self.closed = True
+        for leaf in self._leaves:
+            if isinstance(leaf, _NpyLeaf):
+                leaf.close()
+        if self._h5 is not None:
+            with contextlib.suppress(Exception):
+                self._h5.close()
+        _remove(self.tmp)
+        if self.format == "npz":
+            _remove(self.tmp + ".d")
+
+    def __enter__(self) -> ArraySink:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True):
+            self.abort()
+
+
+# --- loading ---------------------------------------------------------------------------------
+
+
+class LazyBytes:
+    """A bytes column still on disk (HDF5 / Zarr): [i] -> bytes, [a:b] -> BytesColumn read
+    from the store; [:] loads the whole column."""
+
+    def __init__(self, values: Any, offsets: Any):
+        self.values = values
+        self.offsets = offsets
+
+    def __len__(self) -> int:
+        return int(self.offsets.shape[0]) - 1
+
+    @property
+    def dtype(self) -> str:
+        return "bytes"
+
+    def __getitem__(self, index: Any) -> Any:
+        n = len(self)
+        if isinstance(index, (int, np.integer)):
+            i = int(index) + n if index < 0 else int(index)
+            if not 0 <= i < n:
+                raise IndexError(f"row {index} out of range for {n} rows")
+            return self[i : i + 1][0]
+        if not isinstance(index, slice) or index.indices(n)[2] != 1:
+            raise TypeError("a lazy column reads an int or a slice with step 1; [:] loads it all")
+        a, b, _ = index.indices(n)
+        b = max(a, b)
+        offsets = np.asarray(self.offsets[a : b + 1], np.int64)
+        data = np.asarray(self.values[int(offsets[0]) : int(offsets[-1])], np.uint8)
+        return BytesColumn(data, offsets - offsets[0])
+
+    def __repr__(self) -> str:
+        return f"LazyBytes({len(self)} values)"
+
+
+class LazyRagged:
+    """A Ragged column still on disk (HDF5 / Zarr): [i] -> the row, [a:b] -> a Ragged read
+    from the store; [:] loads the whole column."""
+
+    def __init__(self, values: Any, row_splits: Any):
+        self.values = values
+        self.row_splits = row_splits
+
+    def __len__(self) -> int:
+        return int(self.row_splits.shape[0]) - 1
+
+    def __getitem__(self, index: Any) -> Any:
+        n = len(self)
+        if isinstance(index, (int, np.integer)):
+            i = int(index) + n if index < 0 else int(index)
+            if not 0 <= i < n:
+                raise IndexError(f"row {index} out of range for {n} rows")
+            return self[i : i + 1][0]
+        if not isinstance(index, slice) or index.indices(n)[2] != 1:
+            raise TypeError("a lazy column reads an int or a slice with step 1; [:] loads it all")
+        a, b, _ = index.indices(n)
+        b = max(a, b)
+        splits = np.asarray(self.row_splits[a : b + 1], np.int64)
+        lo, hi = int(splits[0]), int(splits[-1])
+        values = self.values[lo:hi]
+        if not isinstance(values, (Ragged, BytesColumn)):
+            values = np.asarray(values)
+        return Ragged(values, splits - lo)
+
+    def __repr__(self) -> str:
+        return f"LazyRagged({len(self)} rows)"
+
+
+class Arrays(dict):
+    """What `load` returns: {feature name: column}, plus .records, .spec (or None),
+    .format, .path; close() (or a ``with`` block) releases an HDF5 file."""
+
+    def __init__(self, columns: dict, *, path: str, format: str, records: int, spec: Any):
+        super().__init__(columns)
+        self.path, self.format, self.records, self.spec = path, format, records, spec
+        self._close: list = []
+
+    def close(self) -> None:
+        for close in self._close:
+            close()
+        self._close = []
+
+    def __enter__(self) -> Arrays:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        cols = ", ".join(self)
+        return f"Arrays({self.path!r}, {self.format}, {format_count(self.records)} records: {cols})"
+
+
+def _not_ours(path: str, why: str) -> TFRecordError:
+    return TFRecordError(
+        f"{path} is not a complete tfrecnp output ({why}); outputs of ds.save / tn.convert "
+        "hold a manifest written last, so an interrupted save has none: run it again. Plain "
+        "array files open with numpy / h5py / zarr, or as a source with tn.open"
+    )
+
+
+def load(path: str | os.PathLike) -> Arrays:
+    """Open what `Dataset.save` wrote: {feature: column}, without reading the data.
+
+    .npy folders and .npz files give memory-mapped ndarrays (Ragged / BytesColumn over
+    memory-mapped values); HDF5 and Zarr give their datasets / arrays, read when sliced
+    (LazyRagged / LazyBytes for variable-length columns; [:] loads one).
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no such file or folder: {path}")
+    if os.path.isdir(path):
+        if os.path.exists(os.path.join(path, MANIFEST)):
+            return _load_npy(path)
+        if os.path.exists(os.path.join(path, "zarr.json")):
+            return _load_zarr(path)
+        raise _not_ours(path, f"no {MANIFEST} and no zarr.json in the folder")
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head.startswith(ZIP_MAGIC):
+        return _load_npz(path)
+    if head == HDF5_MAGIC:
+        return _load_hdf5(path)
+    raise _not_ours(path, "neither a folder, a .npz nor an HDF5 file")
+
+
+def _check_manifest(path: str, manifest: Any) -> dict:
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise _not_ours(path, f"manifest format {found!r}, expected {MANIFEST_FORMAT!r}")
+    return manifest
+
+
+def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
+    """Columns from the manifest's layouts; array(name) opens one stored array."""
+
+    def column(layout: dict) -> Any:
+        kind = layout["kind"]
+        if kind == "array":
+            return array(layout["array"])
+        if kind == "bytes":
+            values, offsets = array(layout["values"]), array(layout["offsets"])
+            if isinstance(values, np.ndarray):
+                col = BytesColumn(values, offsets)
+                if layout.get("shape"):
+                    return col.to_numpy().reshape(-1, *layout["shape"])
+                return col
+            if layout.get("shape"):
+                return LazyBytes(values, offsets)[:].to_numpy().reshape(-1, *layout["shape"])
+            return LazyBytes(values, offsets)
+        if kind == "ragged":
+            values, splits = column(layout["values"]), array(layout["row_splits"])
+            if isinstance(splits, np.ndarray) and isinstance(
+                values, (np.ndarray, Ragged, BytesColumn)
+            ):
+                return Ragged(values, splits)
+            return LazyRagged(values, splits)
+        raise _not_ours(path, f"unknown column kind {kind!r}")
+
+    spec = manifest.get("spec")
+    columns = {name: column(layout) for name, layout in manifest["columns"].items()}
+    return Arrays(
+        columns,
+        path=path,
+        format=fmt,
+        records=int(manifest["records"]),
+        spec=None if spec is None else spec_from_json(spec),
+    )
+
+
+def _load_npy(path: str) -> Arrays:
+    with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
+        manifest = _check_manifest(path, json.load(f))
+
+    def array(name: str) -> np.ndarray:
+        return np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False)
+
+    return _build(path, "npy", manifest, array)
+
+
+def _zip_member_offset(path: str, info: zipfile.ZipInfo) -> int:
+    """Where a stored member's bytes begin: after its local header, whose name and extra
+    field lengths may differ from the central directory's."""
+    with open(path, "rb") as f:
+        f.seek(info.header_offset)
+        local = f.read(30)
+    if len(local) < 30 or not local.startswith(ZIP_MAGIC):
+        raise _not_ours(path, f"bad zip local header for member {info.filename}")
+    return (
+        info.header_offset
+        + 30
+        + int.from_bytes(local[26:28], "little")
+        + int.from_bytes(local[28:30], "little")
+    )
+
+
+def _load_npz(path: str) -> Arrays:
+    with zipfile.ZipFile(path) as zf:
+        try:
+            manifest = _check_manifest(path, json.loads(zf.read(MANIFEST)))
+        except KeyError:
+            raise _not_ours(path, f"no {MANIFEST} member") from None
+        infos = {i.filename: i for i in zf.infolist()}
+
+    def array(name: str) -> np.ndarray:
+        info = infos[name + ".npy"]
+        if info.compress_type != zipfile.ZIP_STORED:
+            with zipfile.ZipFile(path) as z, z.open(info) as f:
+                return np.lib.format.read_array(f, allow_pickle=False)
+        start = _zip_member_offset(path, info)
+        with open(path, "rb") as f:
+            f.seek(start)
+            version = np.lib.format.read_magic(f)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            offset = f.tell()
+        if math.prod(shape) == 0:
+            return np.empty(shape, dtype)
+        return np.memmap(
+            path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C"
+        )
+
+    return _build(path, "npz", manifest, array)
+
+
+def _load_hdf5(path: str) -> Arrays:
+    try:
+        import h5py
+    except ImportError:
+        raise _install_hint("h5py", "hdf5") from None
+    f = h5py.File(path, "r")
+    try:
+        text = f.attrs.get("tfrecnp")
+        if text is None:
+            raise _not_ours(path, "no 'tfrecnp' attribute on the root group")
+        manifest = _check_manifest(path, json.loads(text))
+        out = _build(path, "hdf5", manifest, lambda name: f[name])
+    except BaseException:
+        f.close()
+        raise
+    out._close.append(f.close)
+    return out
+
+
+def _load_zarr(path: str) -> Arrays:
+    try:
+        import zarr
+    except ImportError:
+        raise _install_hint("zarr", "zarr") from None
+    group = zarr.open_group(path, mode="r")
+    manifest = group.attrs.get("tfrecnp")
+    if manifest is None:
+        raise _not_ours(path, "no 'tfrecnp' attribute on the root group")
+    manifest = _check_manifest(path, dict(manifest))
+    return _build(path, "zarr", manifest, lambda name: group[name])

@@ -1,0 +1,246 @@
+"""The `tfrecnp` command: count, index, verify (and --salvage), demo, --help; by calling
+main() and as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfrecnp.cli import main
+
+PAYLOADS = [b"alpha", b"", bytes(range(48, 80)), b"z", b"the last record"]
+LENGTHS = [len(p) for p in PAYLOADS]
+HINT = "run `tfrecnp verify --salvage OUT` to copy the good records, or pass on_error='skip'"
+
+
+def run(capsys, *argv):
+    """(exit status, stdout, stderr) of main(argv)."""
+    status = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    assert "Exception ignored" not in err
+    return status, out, err
+
+
+@pytest.fixture
+def files(tf_write, tmp_path, ref):
+    """A good TF-written file, a second good one, and a copy whose record 2 is damaged."""
+    good = tf_write(tmp_path / "good.tfrecord", PAYLOADS)
+    other = tf_write(tmp_path / "other.tfrecord", [b"x" * 1000] * 1234)
+    data = bytearray(Path(good).read_bytes())
+    at = ref.starts(LENGTHS)[2]
+    data[at + 12 + 7] ^= 0x01  # a payload byte of record 2
+    bad = tmp_path / "bad.tfrecord"
+    bad.write_bytes(data)
+    stored = int.from_bytes(data[at + 12 + 32 : at + 16 + 32], "little")
+    computed = ref.mask(ref.crc32c(bytes(data[at + 12 : at + 12 + 32])))
+    reason = f"payload CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})"
+    return {"good": good, "other": other, "bad": str(bad), "at": at, "reason": reason}
+
+
+def test_count(capsys, files):
+    status, out, _ = run(capsys, "count", files["good"])
+    assert (status, out) == (0, f"{'5':>14}  {files['good']}\n")
+    status, out, _ = run(capsys, "count", files["good"], files["other"])
+    assert status == 0
+    assert out == (
+        f"{'5':>14}  {files['good']}\n{'1 234':>14}  {files['other']}\n{'1 239':>14}  total\n"
+    )
+
+
+def test_count_json_glob_and_compression(capsys, files, tf_write, tmp_path):
+    packed = tf_write(tmp_path / "packed.tfrecord.gz", PAYLOADS * 3, "GZIP")
+    status, out, _ = run(capsys, "count", "--json", str(tmp_path / "*.tfrecord*"))
+    assert status == 0
+    assert json.loads(out) == {
+        "files": [
+            {"path": files["bad"], "records": 5},  # a payload flip leaves the headers intact
+            {"path": files["good"], "records": 5},
+            {"path": files["other"], "records": 1234},
+            {"path": packed, "records": 15},
+        ],
+        "records": 1259,
+    }
+    status, out, _ = run(capsys, "count", "--json", "--compression", "GZIP", packed)
+    assert json.loads(out)["records"] == 15
+
+
+def test_index(capsys, files, ref):
+    status, out, _ = run(capsys, "index", files["good"], files["other"])
+    assert status == 0
+    assert out == (f"{files['good']}.idx: 5 records\n{files['other']}.idx: 1 234 records\n")
+    lines = [f"{s} {n + 16}\n" for s, n in zip(ref.starts(LENGTHS), LENGTHS, strict=True)]
+    assert Path(files["good"] + ".idx").read_text() == "".join(lines)
+    status, out, _ = run(capsys, "index", "--json", files["good"])
+    assert json.loads(out) == {
+        "files": [{"path": files["good"], "index": files["good"] + ".idx", "records": 5}]
+    }
+
+
+def test_index_refuses_compressed_files(capsys, tf_write, tmp_path):
+    packed = tf_write(tmp_path / "packed.tfrecord", PAYLOADS, "ZLIB")
+    status, out, err = run(capsys, "index", packed)
+    assert (status, out) == (2, "")
+    assert err == (
+        f"tfrecnp index: error: {packed} is ZLIB-compressed: byte offsets only index "
+        "uncompressed files; decompress it first (e.g. `gunzip`) or read it without an index\n"
+    )
+    assert not os.path.exists(packed + ".idx")
+
+
+def test_verify_good(capsys, files):
+    status, out, _ = run(capsys, "verify", files["good"], files["other"])
+    assert status == 0
+    assert out == (
+        f"OK           {files['good']}: 5 good records, 53 bytes\n"
+        f"OK           {files['other']}: 1 234 good records, 1.18 MiB\n"
+    )
+
+
+def test_verify_corrupt(capsys, files):
+    status, out, _ = run(capsys, "verify", files["good"], files["bad"])
+    assert status == 1
+    assert out == (
+        f"OK           {files['good']}: 5 good records, 53 bytes\n"
+        f"CORRUPT (1)  {files['bad']}: 4 good records, 21 bytes\n"
+        f"    record 2 at byte {files['at']}: {files['reason']}; skipped 48 bytes\n"
+    )
+    status, out, _ = run(capsys, "verify", "--json", files["bad"])
+    assert status == 1
+    document = json.loads(out)
+    assert document["corrupt"] == 1 and document["salvaged"] is None
+    [entry] = document["files"]
+    assert entry["path"] == files["bad"]
+    assert (entry["records"], entry["payload_bytes"]) == (4, 21)
+    assert entry["corrupt"] == [
+        {"record": 2, "offset": files["at"], "reason": files["reason"], "skipped_bytes": 48}
+    ]
+
+
+def test_verify_salvage(capsys, files, tf_read, tmp_path):
+    out_path = tmp_path / "salvaged" / "good-records.tfrecord"
+    out_path.parent.mkdir()
+    status, out, _ = run(capsys, "verify", "--salvage", out_path, files["bad"], files["other"])
+    assert status == 1
+    assert out.endswith(f"salvaged 1 238 good records to {out_path}\n")
+    survivors = PAYLOADS[:2] + PAYLOADS[3:] + [b"x" * 1000] * 1234
+    assert tf_read(out_path) == survivors
+    assert os.listdir(out_path.parent) == ["good-records.tfrecord"]
+    # Salvaging good files reproduces them byte for byte (the framing is deterministic).
+    copy = tmp_path / "salvaged" / "copy.tfrecord"
+    status, _, _ = run(capsys, "verify", "--salvage", copy, files["good"])
+    assert status == 0
+    assert copy.read_bytes() == Path(files["good"]).read_bytes()
+
+
+def test_verify_a_damaged_gzip_file(capsys, tf_write, tmp_path, tf_read):
+    payloads = [bytes([i]) * 3000 for i in range(200)]
+    packed = Path(tf_write(tmp_path / "c.tfrecord", payloads, "GZIP")).read_bytes()
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(packed[: len(packed) // 2])
+    status, out, _ = run(capsys, "verify", "--json", "--salvage", tmp_path / "out.tfrecord", cut)
+    assert status == 1
+    [entry] = json.loads(out)["files"]
+    [damage] = entry["corrupt"]
+    assert damage["reason"] == (
+        "compressed stream is damaged (the compressed stream ends before its end marker)"
+    )
+    assert damage["record"] == entry["records"] > 0
+    assert tf_read(tmp_path / "out.tfrecord") == payloads[: entry["records"]]
+
+
+def test_salvage_into_a_missing_directory(capsys, files, tmp_path):
+    out = tmp_path / "no" / "out.tfrecord"
+    status, _, err = run(capsys, "verify", "--salvage", out, files["good"])
+    assert status == 2
+    assert err == f"tfrecnp verify: error: cannot write {out}: no such directory {out.parent}\n"
+
+
+def test_missing_input(capsys, tmp_path):
+    missing = tmp_path / "missing.tfrecord"
+    for command in ("count", "index", "verify"):
+        status, out, err = run(capsys, command, missing)
+        assert (status, out) == (2, "")
+        assert err == f"tfrecnp {command}: error: no such file: {missing}\n"
+
+
+def test_corrupt_headers_make_count_fail_cleanly(capsys, files, tmp_path, ref):
+    data = bytearray(Path(files["good"]).read_bytes())
+    at = ref.starts(LENGTHS)[3]
+    data[at] ^= 0xFF
+    path = tmp_path / "header.tfrecord"
+    path.write_bytes(data)
+    stored = int.from_bytes(data[at + 8 : at + 12], "little")
+    computed = ref.mask(ref.crc32c(bytes(data[at : at + 8])))
+    status, out, err = run(capsys, "count", path)
+    assert (status, out) == (2, "")
+    assert err == (
+        f"tfrecnp count: error: length CRC mismatch (stored 0x{stored:08x}, computed "
+        f"0x{computed:08x}) at {path} record 3 (byte {at}); {HINT}\n"
+    )
+    status, out, err = run(capsys, "index", path)
+    assert (status, out) == (2, "") and err.startswith("tfrecnp index: error: length CRC")
+    assert not os.path.exists(f"{path}.idx")
+
+
+def test_demo(capsys, tmp_path, tf_read):
+    status, out, _ = run(capsys, "demo", "--records", 1500, "--out", tmp_path / "demo")
+    assert status == 0
+    sample = tmp_path / "demo" / "sample.tfrecord"
+    lines = out.splitlines()
+    assert lines[0].startswith(f"wrote    {sample}: 1 500 records, ")
+    assert lines[1].startswith("counted  1 500 records from frame headers in ")
+    assert lines[2].startswith("verified every CRC and payload in ")
+    assert lines[2].endswith("all records match")
+    assert len(tf_read(sample)) == 1500
+    assert os.listdir(tmp_path / "demo") == ["sample.tfrecord"]
+
+
+@pytest.mark.parametrize("command", [[], ["count"], ["index"], ["verify"], ["demo"]])
+def test_help(capsys, command):
+    with pytest.raises(SystemExit) as e:
+        main([*command, "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"usage: tfrecnp {command[0]}" if command else "usage: tfrecnp")
+    for option in {"count": ["--json", "--compression"], "verify": ["--salvage"]}.get(
+        command[0] if command else "", []
+    ):
+        assert option in out
+
+
+def test_usage_errors_exit_2(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["count"])
+    assert e.value.code == 2
+    assert "the following arguments are required: PATH" in capsys.readouterr().err
+
+
+def test_as_a_subprocess(files, tmp_path):
+    script = Path(sys.executable).with_name("tfrecnp")
+    assert script.exists()
+    done = subprocess.run(
+        [script, "count", "--json", files["good"]], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "files": [{"path": files["good"], "records": 5}],
+        "records": 5,
+    }
+
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecnp", "verify", files["bad"]],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1
+    assert f"record 2 at byte {files['at']}: {files['reason']}" in done.stdout
+    assert "Exception ignored" not in done.stderr
+
+    done = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("usage: tfrecnp")

@@ -1,0 +1,189 @@
+"""Schema inference, `tfrecnp inspect` and `tfrecnp head`, on files TensorFlow writes."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import tfrecnp as tn
+from tfrecnp.cli import main
+from tfrecnp.infer import infer_spec, inspect
+
+KINDS = {"int64": "int64_list", "float32": "float_list", "bytes": "bytes_list"}
+
+
+def feature(tf, dtype: str, values):
+    if dtype == "int64":
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=list(values)))
+    if dtype == "float32":
+        return tf.train.Feature(float_list=tf.train.FloatList(value=list(values)))
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=list(values)))
+
+
+def values(dtype: str, n: int, rng) -> list:
+    if dtype == "int64":
+        return rng.integers(-(2**62), 2**62, n).tolist()
+    if dtype == "float32":
+        return rng.random(n).tolist()
+    return [rng.bytes(int(k)) for k in rng.integers(0, 9, n)]
+
+
+def write_examples(tf, path, records: list[dict]) -> str:
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for rec in records:
+            feats = {name: feature(tf, dtype, vals) for name, (dtype, vals) in rec.items()}
+            w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+    return str(path)
+
+
+@pytest.fixture
+def mixed_file(tf, tmp_path):
+    rng = np.random.default_rng(0)
+    records = []
+    for i in range(200):
+        rec = {
+            "label": ("int64", [i]),
+            "vec": ("float32", rng.random(4).tolist()),
+            "tokens": ("int64", list(range(i % 7))),
+            "image": ("bytes", [b"\xff\xd8\xff\xe0" + rng.bytes(i % 5)]),
+            "raw": ("bytes", [np.arange(10, dtype=np.float32).tobytes()]),
+            "words": ("bytes", [b"w"] * (i % 3)),
+        }
+        if i % 4:
+            rec["sometimes"] = ("float32", [0.5])
+        records.append(rec)
+    return write_examples(tf, tmp_path / "mixed.tfrecord", records)
+
+
+def test_infer_gives_back_the_written_schema(mixed_file):
+    assert infer_spec(mixed_file) == {
+        "image": tn.Bytes(),
+        "label": tn.FixedLen((), "int64"),
+        "raw": tn.Bytes(),
+        "sometimes": tn.VarLen("float32"),
+        "tokens": tn.VarLen("int64"),
+        "vec": tn.FixedLen((4,), "float32"),
+        "words": tn.VarLen("bytes"),
+    }
+
+
+def test_inspect_notes_images_raw_bytes_and_missing(mixed_file):
+    report = inspect(mixed_file)
+    assert report.files == [(mixed_file, None, 200, report.files[0][3])]
+    notes = {f.name: f.notes for f in report.features}
+    assert notes["image"] == ["JPEG images"]
+    assert notes["raw"] == ["every value is 40 bytes: raw array bytes? try tn.Raw(dtype, shape)"]
+    assert notes["sometimes"] == ["missing from 25% of records"]
+    stats = {f.name: f for f in report.features}
+    assert (stats["tokens"].count_min, stats["tokens"].count_max) == (0, 6)
+    assert stats["sometimes"].present == 0.75
+    np.testing.assert_array_equal(stats["label"].example, 0)
+    assert stats["image"].example.startswith(b"\xff\xd8\xff\xe0")
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    schema=st.dictionaries(
+        st.text(min_size=1, max_size=8),
+        st.tuples(st.sampled_from(sorted(KINDS)), st.one_of(st.integers(1, 5), st.none())),
+        min_size=1,
+        max_size=8,
+    ),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_infer_random_schemas(tf, tmp_path_factory, schema, seed):
+    """Fixed-count features come back FixedLen, varying ones VarLen, with the right dtype."""
+    rng = np.random.default_rng(seed)
+    n = 12
+    records = [{} for _ in range(n)]
+    expected = {}
+    for name, (dtype, count) in schema.items():
+        if count is None:
+            counts = rng.integers(0, 6, n)
+            counts[:2] = [0, 3]  # two lengths at least: truly variable
+            expected[name] = tn.VarLen(dtype)
+        else:
+            counts = [count] * n
+            expected[name] = tn.FixedLen(() if count == 1 else (count,), dtype)
+        for rec, k in zip(records, counts, strict=True):
+            rec[name] = (dtype, values(dtype, int(k), rng))
+    path = write_examples(tf, tmp_path_factory.mktemp("s") / "r.tfrecord", records)
+    assert infer_spec(path) == expected
+    columns = tn.read(path)  # spec=None infers; every record decodes with it
+    assert set(columns) == set(expected)
+
+
+def test_infer_sequence_examples(tf, tmp_path):
+    path = str(tmp_path / "seq.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        for i in range(30):
+            ex = tf.train.SequenceExample()
+            ex.context.feature["id"].int64_list.value.append(i)
+            frames = ex.feature_lists.feature_list["frames"]
+            for _ in range(i % 4):
+                frames.feature.add().float_list.value.extend([1.0, 2.0, 3.0])
+            words = ex.feature_lists.feature_list["words"]
+            for t in range(i % 3):
+                words.feature.add().bytes_list.value.extend([b"a"] * (t + 1))
+            w.write(ex.SerializeToString())
+    spec = infer_spec(path)
+    assert spec == tn.Sequence(
+        context={"id": tn.FixedLen((), "int64")},
+        sequence={"frames": tn.FixedLen((3,), "float32"), "words": tn.VarLen("bytes")},
+    )
+    assert tn.read(path)["frames"].lengths.tolist() == [i % 4 for i in range(30)]
+
+
+def test_infer_samples_across_files(tf, tmp_path):
+    a = write_examples(tf, tmp_path / "a.tfrecord", [{"x": ("int64", [1])}] * 5)
+    b = write_examples(tf, tmp_path / "b.tfrecord", [{"x": ("int64", [1]), "y": ("bytes", [b"z"])}])
+    assert infer_spec([a, b]) == {"x": tn.FixedLen((), "int64"), "y": tn.VarLen("bytes")}
+    assert inspect(str(tmp_path)).features[1].notes == ["missing from 83% of records"]
+
+
+def test_mixed_kinds_is_a_schema_error(tf, tmp_path):
+    path = write_examples(
+        tf, tmp_path / "m.tfrecord", [{"x": ("int64", [1])}, {"x": ("float32", [1.0])}]
+    )
+    with pytest.raises(tn.SchemaError, match=r"feature 'x' holds float_list and int64_list in"):
+        infer_spec(path)
+
+
+def test_empty_file_cannot_be_inferred(tmp_path):
+    path = tmp_path / "empty.tfrecord"
+    path.write_bytes(b"")
+    with pytest.raises(tn.SchemaError, match="holds no records to infer a spec from"):
+        infer_spec(path)
+
+
+def test_cli_inspect_table_and_spec_json(mixed_file, capsys, tmp_path):
+    assert main(["inspect", mixed_file]) == 0
+    out = capsys.readouterr().out
+    assert f"{mixed_file}: 200 records" in out
+    rows = {line.split()[0]: line for line in out.splitlines() if line[:1].isalpha()}
+    assert "tn.FixedLen((4,), 'float32')" in rows["vec"] and "4/4/4" in rows["vec"]
+    assert "JPEG images" in rows["image"] and "75%" in rows["sometimes"]
+    assert main(["inspect", mixed_file, "--json"]) == 0
+    spec_text = capsys.readouterr().out
+    assert tn.spec_from_json(spec_text) == infer_spec(mixed_file)
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(spec_text)
+    assert main(["head", mixed_file, "-n", "3", "--spec", str(spec_file)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("record ") == 3 and "record 2 of" in out
+    assert re.search(r"\n  tokens +int64\[2\] \[0, 1\]\n", out)
+
+
+def test_cli_head_json(mixed_file, capsys):
+    assert main(["head", mixed_file, "-n", "2", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["record"] for r in rows] == [0, 1]
+    assert rows[1]["label"] == 1 and rows[1]["tokens"] == [0]
+    assert rows[0]["words"] == []
