@@ -36,7 +36,9 @@ format: $(VENV)/.test-deps
 	$(PY) -m ruff check --fix $(LINTED)
 	$(PY) -m ruff format $(LINTED)
 
+# vahidk's tfrecord is a peer in the benchmarks (run in its own process, never with TensorFlow).
 bench: $(VENV)/.test-deps $(VENV)/.built
+	$(PIP) install tfrecord
 	$(PY) benchmarks/run.py
 
 clean:

@@ -33,6 +33,23 @@ def timings(fn: Callable[[], object], runs: int) -> list[float]:
     return out
 
 
+def interleaved(
+    cases: dict[str, Callable[[], object]], runs: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Wall-clock and CPU seconds of `runs` calls of each case, taken round-robin (one call
+    of each case per round), so that a change in the machine's load affects all cases
+    alike. CPU time leaves out the time the process waited for a core: on a shared machine
+    it is the steadier measure of work done in this process."""
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in cases}
+    for _ in range(runs):
+        for name, fn in cases.items():
+            t0, c0 = time.perf_counter(), time.process_time()
+            fn()
+            out[name][0].append(time.perf_counter() - t0)
+            out[name][1].append(time.process_time() - c0)
+    return out
+
+
 def warm_page_cache(path: Path) -> None:
     """Read the file once so every timed run reads from the page cache."""
     buf = bytearray(1 << 20)
@@ -63,6 +80,12 @@ class Result:
     @property
     def records_per_s(self) -> float:
         return self.nrecords / self.median
+
+    @property
+    def cpu_median(self) -> float | None:
+        """Median CPU seconds, when the case ran in this process (extra["cpu"])."""
+        cpu = self.extra.get("cpu")
+        return statistics.median(cpu) if cpu else None
 
     @property
     def spread(self) -> float:
@@ -116,20 +139,30 @@ def print_table(title: str, rows: list[Result], *, limit: str, peer: str) -> Non
     by_name = {r.name: r for r in rows}
     base = by_name.get(limit)
     ref = by_name.get(peer)
-    header = ("case", "MB/s", "records/s", "x limit", "x TF", "spread", "runs")
+    cpu = base is not None and base.cpu_median is not None  # CPU-time column when measured
+    header = ("case", "MB/s", "records/s", "x limit", "cpu x limit", "x TF", "spread", "runs")
     body = []
     for r in rows:
+        cpu_ratio = (
+            f"{base.cpu_median / r.cpu_median:.2f}"
+            if cpu and r.cpu_median and r.nbytes == base.nbytes
+            else "-"
+        )
         body.append(
             (
                 r.name,
                 f"{r.mb_per_s:,.0f}" if r.nbytes else "-",
                 format_rate(r.records_per_s) if r.nrecords else "-",
                 f"{r.mb_per_s / base.mb_per_s:.2f}" if base and r.nbytes else "-",
+                cpu_ratio,
                 f"{r.records_per_s / ref.records_per_s:.1f}" if ref and r.nrecords else "-",
                 f"{100 * r.spread:.0f}%",
                 str(len(r.seconds)),
             )
         )
+    if not cpu:  # modules that do not measure CPU time keep their table as it was
+        header = header[:4] + header[5:]
+        body = [b[:4] + b[5:] for b in body]
     widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(header)]
     print(f"\n{title}")
     line = "  ".join(

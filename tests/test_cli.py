@@ -196,8 +196,11 @@ def test_demo(capsys, tmp_path, tf_read):
     assert lines[1].startswith("counted  1 500 records from frame headers in ")
     assert lines[2].startswith("verified every CRC and payload in ")
     assert lines[2].endswith("all records match")
+    assert lines[3].startswith(f"saved    {tmp_path / 'demo' / 'sample-npy'}/ in ")
+    assert lines[4].endswith("same as written")
+    assert lines[5].startswith("streamed 1 500 records as batches of 1024")
     assert len(tf_read(sample)) == 1500
-    assert os.listdir(tmp_path / "demo") == ["sample.tfrecord"]
+    assert sorted(os.listdir(tmp_path / "demo")) == ["sample-npy", "sample.tfrecord"]
 
 
 @pytest.mark.parametrize("command", [[], ["count"], ["index"], ["verify"], ["demo"]])

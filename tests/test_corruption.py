@@ -4,6 +4,7 @@ offset, or with on_error="skip" exactly the undamaged records; never a crash or 
 
 from __future__ import annotations
 
+import errno
 import gzip
 import os
 import subprocess
@@ -408,6 +409,35 @@ def test_writer_close_leaves_exactly_the_file(tmp_path, tf_read, compression):
     with pytest.raises(ValueError) as e:
         writer.write_batch(b"ab", [0, 2])
     assert str(e.value) == f"writer for {path} is closed"
+
+
+def test_a_failing_background_write_surfaces_and_leaves_nothing(tmp_path):
+    """A full disk, played by a 2.5 MiB file-size limit: the error of the writer's background
+    thread reaches the caller within a few batches, and the temporary file is removed."""
+    script = textwrap.dedent(
+        """
+        import os, resource, signal, sys
+        import tfrecnp as tn
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over the limit: EFBIG, not a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (5 << 19, resource.RLIM_INFINITY))
+        try:
+            with tn.RecordWriter(sys.argv[1]) as w:
+                for _ in range(8):
+                    w.write_batch(bytes(1 << 20), [0, 1 << 20])
+        except OSError as e:
+            print(e.errno, w.records)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "out.tfrecord")],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    errno_, records = int(out[0]), int(out[1])
+    assert errno_ == errno.EFBIG
+    assert records <= 5  # 3 buffers in flight: the third batch fails; the sixth waits for it
+    assert os.listdir(tmp_path) == []
 
 
 def test_a_dropped_writer_leaves_nothing(tmp_path):

@@ -6,7 +6,10 @@ encoded (tests/protowire.py), never from tfrecnp's output."""
 
 from __future__ import annotations
 
+import importlib
+import pickle
 import struct
+import threading
 
 import numpy as np
 import protowire as pw
@@ -15,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrecnp as tn
-from tfrecnp import decode as decode_module
 from tfrecnp.decode import Decoder, decode, read, survey
 
+decode_module = importlib.import_module("tfrecnp.decode")  # tn.decode is the function
 INT64_EXTREMES = [0, 1, -1, 127, 128, 2**31, -(2**31) - 1, 2**32, 2**62, 2**63 - 1, -(2**63)]
 
 
@@ -420,7 +423,8 @@ def test_threads_give_the_same_columns(monkeypatch):
     decoder = Decoder({"t": tn.VarLen("int64"), "b": tn.Bytes()})
     one = decoder.decode(records, threads=1)
     four = decoder.decode(records, threads=4)
-    assert len(decoder._chunks(np.cumsum([0] + [len(r) for r in records]), 4)) == 4
+    pieces = decoder._chunks(np.cumsum([0] + [len(r) for r in records]), 4)
+    assert len(pieces) == 16 and pieces[0][0] == 0 and pieces[-1][1] == 3000
     assert one["t"].to_list() == four["t"].to_list() == expect
     assert four["b"].to_list() == [b"%d" % i for i in range(3000)]
     bad = [*records[:2500], pw.simple_example({"t": (pw.FLOAT, [1.0])}), *records[:3]]
@@ -520,3 +524,97 @@ def test_float_list_bytes_are_little_endian():
         )
     )
     assert decode([payload], {"x": tn.FixedLen((), "float32")})["x"].tolist() == [1.5]
+
+
+def test_read_pipelines_many_chunked_batches_without_deadlock(tmp_path, monkeypatch):
+    # read() decodes batch k in the pipeline thread while reading batch k + 1, and each
+    # decode splits into chunks run by the chunk pool: neither may wait on the other.
+    monkeypatch.setattr(decode_module, "CHUNK_MIN_BYTES", 256)
+    monkeypatch.setattr(decode_module, "CHUNK_MIN_RECORDS", 4)
+    monkeypatch.setattr(decode_module, "BATCH_RECORDS", (64, 64))
+    path = tmp_path / "many.tfrecord"
+    with tn.RecordWriter(path) as w:
+        for i in range(2000):
+            w.write(pw.simple_example({"x": (pw.INT64, [i]), "t": (pw.INT64, [i] * (i % 7))}))
+    result = {}
+    worker = threading.Thread(
+        target=lambda: result.update(read(path, {"x": tn.FixedLen((), "int64")}, threads=4)),
+        daemon=True,
+    )
+    worker.start()
+    worker.join(120)
+    assert not worker.is_alive(), "read() deadlocked"
+    assert result["x"].tolist() == list(range(2000))
+
+
+class Shout(tn.spec.Feature):
+    """A feature read as another one and finished in Python (the hook tn.Image uses)."""
+
+    def decode_as(self):
+        return tn.Bytes()
+
+    def finish(self, column):
+        return [v.upper() for v in column.to_list()]
+
+
+def test_features_can_be_read_as_another_and_finished():
+    records = [
+        pw.simple_example({"w": (pw.BYTES, [b"ab"])}),
+        pw.simple_example({"w": (pw.BYTES, [b"c"])}),
+    ]
+    assert decode(records, {"w": Shout()})["w"] == [b"AB", b"C"]
+
+
+def test_survey_of_records_with_many_features():
+    wide = pw.simple_example({f"f{i}": (pw.INT64, [i] * (i % 3)) for i in range(200)})
+    s = survey([pw.simple_example({"a": (pw.FLOAT, [1.0])}), wide, wide])
+    assert len(s) == 1 + 2 * 200
+    assert sorted(set(s.names)) == sorted({"a", *(f"f{i}" for i in range(200))})
+    counts = {
+        s.names[n]: int(c) for n, c, r in zip(s.name, s.count, s.record, strict=True) if r == 2
+    }
+    assert counts == {f"f{i}": i % 3 for i in range(200)}
+
+
+def test_batch_size_aims_at_a_few_mib(tmp_path):
+    small, big = tmp_path / "small.tfrecord", tmp_path / "big.tfrecord"
+    with tn.RecordWriter(small) as w:
+        for i in range(100):
+            w.write(pw.simple_example({"x": (pw.INT64, [i])}))
+    with tn.RecordWriter(big) as w:
+        for _ in range(3):
+            w.write(pw.simple_example({"r": (pw.BYTES, [b"\0" * (1 << 20)])}))
+    assert decode_module.batch_size(small) == 4096
+    assert decode_module.batch_size(big) == 64
+
+
+def test_decoders_pickle():
+    decoder = Decoder(tn.Sequence({"c": tn.Bytes()}, {"s": tn.VarLen("int64")}), threads=2)
+    record = seq_record({"c": (pw.BYTES, [b"x"])}, {"s": (pw.INT64, [[1], [2, 3]])})
+    again = pickle.loads(pickle.dumps(decoder))
+    assert again.spec == decoder.spec and again.threads == 2
+    assert again.decode([record])["s"].to_list() == [[[1], [2, 3]]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(
+        st.one_of(
+            st.integers(0, 127),
+            st.integers(0, 2**21),
+            st.integers(-(2**63), 2**63 - 1),
+            st.sampled_from(INT64_EXTREMES),
+        ),
+        max_size=60,
+    )
+)
+def test_packed_varint_decoders_agree_with_the_encoding(values):
+    core = importlib.import_module("tfrecnp._core.decode")
+    block = np.frombuffer(b"".join(map(pw.varint, values)), np.uint8)
+    assert core.decode_packed_varints(block, pext=False).tolist() == values
+    if core.has_fast_pext():
+        assert core.decode_packed_varints(block, pext=True).tolist() == values
+    # the scan's counting (word at a time, the tail masked) and the fill, in context
+    payload = pw.simple_example({"x": (pw.INT64, values), "y": (pw.INT64, [1])})
+    out = decode([payload, payload], {"x": tn.VarLen("int64")})["x"]
+    assert out.to_list() == [values, values]

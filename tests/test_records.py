@@ -7,6 +7,7 @@ import gzip
 import os
 import shutil
 import tempfile
+import threading
 import zlib
 from pathlib import Path
 
@@ -309,6 +310,93 @@ def test_index_of_an_empty_file(tmp_path):
     assert Path(written).read_text() == ""
     assert len(tn.read_index(written, path)) == 0
     assert tn.count_records(path) == 0
+
+
+def test_writer_streams_an_index_as_it_writes(corpus, tmp_path, ref):
+    _, payloads = corpus("mixed", None)
+    path = tmp_path / "out.tfrecord"
+    with tn.RecordWriter(path, index=True) as writer:
+        writer.write(payloads[0])
+        for part in (payloads[1:4], payloads[4:5], payloads[5:]):  # offsets carry over
+            ends = np.cumsum([len(p) for p in part])
+            writer.write_batch(b"".join(part), np.concatenate([[0], ends]))
+        assert os.listdir(tmp_path) != [] and not os.path.exists(index_path(path))
+    lengths = [len(p) for p in payloads]
+    expected = "".join(
+        f"{start} {n + 16}\n" for start, n in zip(ref.starts(lengths), lengths, strict=True)
+    )
+    assert Path(index_path(path)).read_text() == expected
+    assert sorted(os.listdir(tmp_path)) == ["out.tfrecord", "out.tfrecord.idx"]
+    assert tn.read_index(index_path(path), path).lengths.tolist() == lengths
+
+
+def test_writer_index_needs_uncompressed_output(tmp_path):
+    with pytest.raises(ValueError) as e:
+        tn.RecordWriter(tmp_path / "x.tfrecord", "GZIP", index=True)
+    assert str(e.value) == (
+        "index=True needs uncompressed output: byte offsets in a GZIP file do not point at "
+        "records; drop compression or the index"
+    )
+    assert os.listdir(tmp_path) == []
+
+
+def test_finish_then_publish_under_another_name(tmp_path, tf_read):
+    draft = tmp_path / "draft.tfrecord"
+    writer = tn.RecordWriter(draft, index=True)
+    writer.write(b"one")
+    writer.finish()
+    hidden = sorted(os.listdir(tmp_path))
+    assert len(hidden) == 2 and all(n.startswith(".draft.tfrecord.tmp-") for n in hidden)
+    assert list(tn.RecordReader(writer.tmp)) == [b"one"]  # complete before it appears
+    with pytest.raises(ValueError) as e:
+        writer.write(b"two")
+    assert str(e.value) == f"writer for {draft} is closed"
+    final = tmp_path / "final.tfrecord"
+    assert writer.publish(final) == str(final) == writer.path
+    assert sorted(os.listdir(tmp_path)) == ["final.tfrecord", "final.tfrecord.idx"]
+    assert tf_read(final) == [b"one"]
+    assert tn.read_index(index_path(final), final).lengths.tolist() == [3]
+    writer.abort()  # published: nothing left to undo
+    writer.close()
+    assert sorted(os.listdir(tmp_path)) == ["final.tfrecord", "final.tfrecord.idx"]
+
+
+def test_a_writer_takes_over_a_finished_ones_thread(tmp_path, tf_read):
+    def writer_threads():
+        return sum(t.name.startswith("tfrecnp-writer") for t in threading.enumerate())
+
+    before = writer_threads()
+    first = tn.RecordWriter(tmp_path / "a.tfrecord")
+    first.write_batch(b"abcdef", [0, 2, 6])
+    first.finish()
+    second = tn.RecordWriter(tmp_path / "b.tfrecord", "GZIP", reuse=first)
+    second.write(b"xyz")
+    second.write_batch(bytes(1 << 20), [0, 1 << 20])
+    assert writer_threads() == before + 1
+    first.publish()
+    second.close()
+    third = tn.RecordWriter(tmp_path / "c.tfrecord", reuse=first)  # nothing left to take
+    third.write(b"c")
+    third.close()
+    assert tf_read(tmp_path / "a.tfrecord") == [b"ab", b"cdef"]
+    assert tf_read(tmp_path / "b.tfrecord", "GZIP") == [b"xyz", bytes(1 << 20)]
+    assert tf_read(tmp_path / "c.tfrecord") == [b"c"]
+    assert writer_threads() == before
+
+
+@pytest.mark.parametrize("how", ["abort", "drop"])
+def test_a_finished_unpublished_file_is_deleted(tmp_path, how):
+    writer = tn.RecordWriter(tmp_path / "out.tfrecord", index=True)
+    writer.write_batch(bytes(10), [0, 4, 10])
+    writer.finish()
+    assert len(os.listdir(tmp_path)) == 2
+    if how == "abort":
+        writer.abort()
+        with pytest.raises(ValueError, match="is closed"):
+            writer.publish()
+    else:
+        del writer
+    assert os.listdir(tmp_path) == []
 
 
 def test_scan_uses_a_valid_sidecar(corpus, tmp_path, ref):

@@ -257,7 +257,7 @@ def test_records_are_tensorflows_deterministic_bytes(tf, tmp_path, tf_read):
 
 def test_streaming_writer_batches_and_examples(tf, tmp_path):
     path = tmp_path / "stream.tfrecord"
-    with tn.Writer(path, progress=False) as w:
+    with tn.Writer(path, progress=False, verify=True) as w:
         w.write_batch({"id": np.arange(3), "tokens": np.ones((3, 2), np.int64), "t": ["a"] * 3})
         w.write_example({"id": 3, "tokens": [7, 8, 9], "t": b"b"})  # a longer row: VarLen
         w.write_example({"id": np.int64(4), "tokens": np.array([], np.int64), "t": "c"})

@@ -20,6 +20,7 @@ slice, so streaming a 50 GB read-only memmap keeps RSS flat.
 from __future__ import annotations
 
 import contextlib
+import json
 import mmap
 import os
 import zipfile
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from .columns import BytesColumn, Ragged
 from .errors import SchemaError
 
 __all__ = [
@@ -120,7 +122,10 @@ class ArraySource:
         return self.length
 
     def __repr__(self) -> str:
-        cols = ", ".join(f"{k}: {v.dtype} {tuple(v.shape)}" for k, v in self.columns.items())
+        cols = ", ".join(
+            f"{k}: {v.dtype} {tuple(getattr(v, 'shape', (len(v), None)))}"
+            for k, v in self.columns.items()
+        )
         return f"ArraySource({self.path!r}, {self.format}, {cols})"
 
     def batches(self, rows: int | None = None) -> Iterator[dict[str, np.ndarray]]:
@@ -134,7 +139,7 @@ class ArraySource:
         releasers = [page_releaser(c) for c in self.columns.values()]
         for a in range(0, self.length, rows):
             b = min(self.length, a + rows)
-            yield {name: np.array(col[a:b]) for name, col in self.columns.items()}
+            yield {name: _rows(col, a, b) for name, col in self.columns.items()}
             for release in releasers:
                 if release:
                     release(a, b)
@@ -152,6 +157,8 @@ class ArraySource:
 
 
 def _row_nbytes(col: Any) -> int:
+    if not hasattr(col, "shape"):  # Ragged / bytes columns: an average row
+        return int(getattr(col, "nbytes", 64 * len(col))) // max(1, len(col))
     shape = tuple(col.shape)
     itemsize = np.dtype(col.dtype).itemsize if np.dtype(col.dtype).kind != "O" else 64
     return int(np.prod(shape[1:], dtype=np.int64)) * itemsize
@@ -177,7 +184,11 @@ def open_arrays(
         )
     keys = [key] if isinstance(key, str) else (list(key) if key is not None else None)
     closers: list = []
-    if fmt == "npy":
+    saved = _saved_by_tfrecnp(path, fmt)
+    if saved is not None:  # what Dataset.save wrote: ragged and bytes columns come back whole
+        closers.append(saved.close)
+        columns = {n: saved[n] for n in _pick(list(saved), keys, path)}
+    elif fmt == "npy":
         if keys is not None:
             raise ValueError(f"{path} is a .npy file holding one array; it takes no key")
         name = os.path.splitext(os.path.basename(path))[0]
@@ -208,6 +219,40 @@ def open_arrays(
         for close in closers:
             close()
         raise
+
+
+def _saved_by_tfrecnp(path: str, fmt: str):
+    """tn.load(path) when path is an output of Dataset.save (it carries a manifest), else
+    None: an array file from elsewhere."""
+    from .sinks import MANIFEST, load
+
+    if fmt == "npy-dir":
+        ours = os.path.exists(os.path.join(path, MANIFEST))
+    elif fmt == "npz":
+        with zipfile.ZipFile(path) as zf:
+            ours = MANIFEST in zf.namelist()
+    elif fmt == "zarr":
+        try:
+            with open(os.path.join(path, "zarr.json"), encoding="utf-8") as f:
+                ours = "tfrecnp" in json.load(f).get("attributes", {})
+        except (OSError, ValueError):
+            ours = False
+    elif fmt == "hdf5":
+        try:
+            import h5py
+        except ImportError:
+            raise _install_hint("h5py", "hdf5") from None
+        with h5py.File(path, "r") as f:
+            ours = "tfrecnp" in f.attrs
+    else:
+        ours = False
+    return load(path) if ours else None
+
+
+def _rows(col: Any, a: int, b: int) -> Any:
+    """Rows a..b of a column: Ragged and bytes columns as they slice, arrays as ndarrays."""
+    part = col[a:b]
+    return part if isinstance(part, (Ragged, BytesColumn)) else np.array(part)
 
 
 def _pick(names: list[str], keys: list[str] | None, path: str) -> list[str]:

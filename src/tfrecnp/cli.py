@@ -18,6 +18,7 @@ import numpy as np
 
 from . import __version__
 from .errors import TFRecordError, format_count, format_size
+from .progress import Progress
 from .records import (
     RecordReader,
     RecordWriter,
@@ -42,6 +43,14 @@ def _add_common(p: argparse.ArgumentParser, *, paths: bool = True) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
 
 
+def _add_no_progress(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (it is shown only on a terminal, on stderr)",
+    )
+
+
 def _compression(args: argparse.Namespace) -> str | None:
     return None if args.compression == "none" else args.compression
 
@@ -64,15 +73,20 @@ def cmd_count(args: argparse.Namespace) -> int:
 
 def cmd_index(args: argparse.Namespace) -> int:
     rows = []
-    for path in expand_paths(args.paths):
-        compression = file_compression(path, _compression(args))
-        if compression:
-            raise TFRecordError(
-                f"{path} is {compression}-compressed: byte offsets only index uncompressed "
-                "files; decompress it first (e.g. `gunzip`) or read it without an index"
-            )
-        index = scan_file(path, compression=None, use_index=False)
-        rows.append({"path": path, "index": write_index(index), "records": len(index)})
+    paths = expand_paths(args.paths)
+    sizes = [os.path.getsize(p) for p in paths]
+    show = not (args.json or args.no_progress)
+    with Progress("index", total_bytes=sum(sizes), enabled=show) as bar:
+        for path, size in zip(paths, sizes, strict=True):
+            compression = file_compression(path, _compression(args))
+            if compression:
+                raise TFRecordError(
+                    f"{path} is {compression}-compressed: byte offsets only index uncompressed "
+                    "files; decompress it first (e.g. `gunzip`) or read it without an index"
+                )
+            index = scan_file(path, compression=None, use_index=False)
+            rows.append({"path": path, "index": write_index(index), "records": len(index)})
+            bar.update(len(index), size)
     if args.json:
         print(json.dumps({"files": rows}))
     else:
@@ -85,6 +99,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
     reader = RecordReader(args.paths, compression=_compression(args), on_error="skip")
     writer = RecordWriter(args.salvage) if args.salvage else None
     files = []
+    plain = all(file_compression(p, _compression(args)) is None for p in reader.paths)
+    total = sum(os.path.getsize(p) for p in reader.paths) if plain else None
+    bar = Progress("verify", total_bytes=total, enabled=not (args.json or args.no_progress))
     try:
         for path in reader.paths:
             single = RecordReader(path, compression=_compression(args), on_error="skip")
@@ -93,6 +110,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
             for batch in single.batches(4096):
                 records += len(batch)
                 size += int(batch.offsets[-1])
+                bar.update(len(batch), int(batch.offsets[-1]) + 16 * len(batch))
                 if writer:
                     writer.write_batch(batch.data, batch.offsets)
             files.append(
@@ -116,6 +134,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if writer:
             writer.abort()
         raise
+    finally:
+        bar.close()
     if writer:
         writer.close()
     bad = sum(len(f["corrupt"]) for f in files)
@@ -139,37 +159,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    os.makedirs(args.out, exist_ok=True)
-    path = os.path.join(args.out, "sample.tfrecord")
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(16, 512, args.records)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    data = rng.integers(0, 256, int(offsets[-1]), dtype=np.uint8)
-    started = time.perf_counter()
-    with RecordWriter(path) as writer:
-        writer.write_batch(data, offsets)
-    wrote = time.perf_counter() - started
-    size = os.path.getsize(path)
-    started = time.perf_counter()
-    count = len(scan_file(path, use_index=False))
-    counted = time.perf_counter() - started
-    started = time.perf_counter()
-    reader = RecordReader(path)
-    same = all(
-        np.array_equal(b.data, data[offsets[i] : offsets[i + len(b)]])
-        for i, b in _numbered(reader.batches(8192))
-    )
-    verified = time.perf_counter() - started
-    print(
-        f"wrote    {path}: {format_count(args.records)} records, "
-        f"{format_size(size)} in {wrote:.3f}s"
-    )
-    print(f"counted  {format_count(count)} records from frame headers in {counted:.3f}s")
-    print(
-        f"verified every CRC and payload in {verified:.3f}s "
-        f"({size / verified / 1e6:,.0f} MB/s): {'all records match' if same else 'MISMATCH'}"
-    )
-    return 0 if same and count == args.records else 1
+    from .demo import run_demo
+
+    return run_demo(args.out, args.records)
 
 
 def _encoding_arg(values: list[str] | None) -> str | dict | None:
@@ -192,12 +184,13 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from .spec import spec_to_json
     from .writer import convert
 
-    if array_format(args.src) is None:
-        return convert_unsupported(args)
+    if len(args.src) > 1 or array_format(args.src[0]) is None:
+        return convert_records(args)
+    src = args.src[0]
     started = time.perf_counter()
     try:
         result = convert(
-            args.src,
+            src,
             args.dst,
             feature=args.feature,
             key=args.key,
@@ -208,7 +201,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
             progress=not args.json and not args.quiet,
             verify=args.verify,
         )
-    except (KeyError, ImportError) as e:
+    except (KeyError, ImportError, NotImplementedError) as e:
         print(f"tfrecnp convert: error: {e.args[0] if e.args else e}", file=sys.stderr)
         return 2
     seconds = time.perf_counter() - started
@@ -216,7 +209,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 {
-                    "source": args.src,
+                    "source": src,
                     "paths": result.paths,
                     "records": result.records,
                     "bytes": result.bytes,
@@ -239,16 +232,102 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def convert_unsupported(args: argparse.Namespace) -> int:
-    """Sources other than arrays: TFRecord -> arrays comes with Dataset.save."""
-    if not os.path.exists(args.src):
-        raise FileNotFoundError(f"no such file: {args.src}")
+_ARRAY_ONLY = ("feature", "key", "encoding", "records_per_shard", "index", "verify")
+
+
+def convert_records(args: argparse.Namespace) -> int:
+    """TFRecord files -> .npy folder / .npz / HDF5 / Zarr (Dataset.save)."""
+    from .dataset import open as open_dataset
+    from .sinks import load, output_format
+
+    given = [f"--{o.replace('_', '-')}" for o in _ARRAY_ONLY if getattr(args, o)]
+    if args.compression != "none":
+        given.append("--compression")
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to converting arrays "
+            "to TFRecord files; the sources here are TFRecord files (their compression is "
+            "detected)"
+        )
+    fmt = output_format(args.dst, args.format)
+    started = time.perf_counter()
+    try:
+        ds = open_dataset(args.src, args.spec)
+        if args.select:
+            ds = ds.select([name.strip() for name in args.select.split(",") if name.strip()])
+        path = ds.save(
+            args.dst,
+            fmt,
+            progress=not (args.json or args.quiet),
+            overwrite=args.overwrite,
+            batch_size=args.batch_size,
+        )
+    except (KeyError, ImportError, NotImplementedError, FileExistsError) as e:
+        print(f"tfrecnp convert: error: {e.args[0] if e.args else e}", file=sys.stderr)
+        return 2
+    seconds = time.perf_counter() - started
+    with load(path) as arrays:
+        records = arrays.records
+        columns = {name: _describe_column(col) for name, col in arrays.items()}
+    size = _disk_size(path)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "sources": ds.paths,
+                    "output": path,
+                    "format": fmt,
+                    "records": records,
+                    "bytes": size,
+                    "seconds": round(seconds, 3),
+                    "columns": columns,
+                }
+            )
+        )
+        return 0
+    rate = records / seconds if seconds > 0 else 0.0
     print(
-        f"tfrecnp convert: error: {args.src} is not an array file (.npy, .npz, HDF5, Zarr, "
-        "folder of .npy); converting TFRecord files to arrays is not available yet",
-        file=sys.stderr,
+        f"wrote {format_count(records)} records from {len(ds.paths)} file"
+        f"{'s' * (len(ds.paths) != 1)} to {path} ({fmt}, {format_size(size)}) in "
+        f"{seconds:.2f}s ({format_count(round(rate))} records/s)"
     )
-    return 2
+    for name, desc in columns.items():
+        print(f"  {name!r}: {desc}")
+    print(f"open with tn.load({path!r})")
+    return 0
+
+
+def _describe_column(col: object) -> str:
+    """'int64 [N, 3]', 'Ragged int64 (N rows, 1 234 values)', 'bytes (N values, 12 KiB)'."""
+    from .columns import BytesColumn, Ragged
+    from .sinks import LazyBytes, LazyRagged
+
+    if isinstance(col, (Ragged, LazyRagged)):
+        values = col.values
+        if isinstance(values, (Ragged, LazyRagged)):
+            return f"Ragged of Ragged ({format_count(len(col))} rows)"
+        if isinstance(values, (BytesColumn, LazyBytes)):
+            n, k = format_count(len(col)), format_count(len(values))
+            return f"Ragged bytes ({n} rows, {k} values)"
+        inner = "".join(f", {d}" for d in values.shape[1:])
+        return (
+            f"Ragged {values.dtype} [N, None{inner}] ({format_count(len(col))} rows, "
+            f"{format_count(values.shape[0])} values)"
+        )
+    if isinstance(col, (BytesColumn, LazyBytes)):
+        return f"bytes ({format_count(len(col))} values)"
+    shape = ", ".join(str(d) for d in col.shape)
+    return f"{col.dtype} [{shape}]"
+
+
+def _disk_size(path: str) -> int:
+    if os.path.isfile(path):
+        return os.path.getsize(path)
+    return sum(
+        os.path.getsize(os.path.join(folder, name))
+        for folder, _, names in os.walk(path)
+        for name in names
+    )
 
 
 def summarize(value: object, width: int = 60) -> str:
@@ -358,13 +437,6 @@ def _jsonable(value: object) -> object:
     return value
 
 
-def _numbered(batches):
-    start = 0
-    for b in batches:
-        yield start, b
-        start += len(b)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfrecnp",
@@ -391,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
         "vahidk/tfrecord use. tfrecnp reads these sidecars for fast counting and random access.",
     )
     _add_common(p)
+    _add_no_progress(p)
     p.set_defaults(run=cmd_index)
 
     p = sub.add_parser(
@@ -406,23 +479,57 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="OUT",
         help="copy every good record of all inputs, in order, to the new TFRecord file OUT",
     )
+    _add_no_progress(p)
     p.set_defaults(run=cmd_verify)
 
     p = sub.add_parser(
         "convert",
-        help="convert arrays (.npy, .npz, HDF5, Zarr) to TFRecord files of tf.train.Example",
-        description="Write each row of the arrays in SRC as one tf.train.Example record in "
-        "DST. SRC is a .npy file (opened through its header, memory-mapped), a .npz, an HDF5 "
-        "file, a Zarr store or a folder of .npy files; each array becomes a feature. Reads in "
-        "slices, so sources larger than memory stream through. Prints the spec that reads the "
-        "result back.",
+        help="convert TFRecord files to .npy / .npz / HDF5 / Zarr, or arrays to TFRecord files",
+        description="Two directions, chosen by SRC. TFRecord files (paths, globs, folders) -> "
+        "arrays at DST: a folder of .npy files (no extension or a trailing /), .npz, .h5 or "
+        ".zarr (or --format), streamed in bounded memory and renamed into place when complete "
+        "(options --format, --spec, --select, --batch-size, --overwrite). An array file "
+        "(.npy, opened through its header and memory-mapped; .npz; HDF5; Zarr; a folder of "
+        ".npy files) -> TFRecord files of tf.train.Example at DST, one record per row, each "
+        "array a feature; prints the spec that reads the result back (options --feature, "
+        "--key, --encoding, --records-per-shard, --compression, --index, --verify).",
     )
-    p.add_argument("src", metavar="SRC", help="array file or folder to read")
+    p.add_argument(
+        "src",
+        nargs="+",
+        metavar="SRC",
+        help="TFRecord files, globs or folders; or one array file or folder",
+    )
     p.add_argument(
         "dst",
         metavar="DST",
-        help="TFRecord file to write (with --records-per-shard: the name shards are derived "
-        "from, e.g. out/data.tfrecord -> out/data-00000-of-00004.tfrecord)",
+        help="output: for TFRecord sources a .npy folder, .npz, .h5 or .zarr; for arrays a "
+        "TFRecord file (with --records-per-shard: the name shards are derived from, e.g. "
+        "out/data.tfrecord -> out/data-00000-of-00004.tfrecord)",
+    )
+    p.add_argument(
+        "--format",
+        choices=["npy", "npz", "hdf5", "zarr"],
+        help="output format for TFRecord sources (default: from DST's extension; none: npy)",
+    )
+    p.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="spec file for TFRecord sources (from `tfrecnp inspect --json`; default: inferred)",
+    )
+    p.add_argument(
+        "--select",
+        metavar="A,B",
+        help="TFRecord sources: convert only these features (comma-separated)",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=int,
+        metavar="N",
+        help="TFRecord sources: records per batch (default: about 8 MiB of records)",
+    )
+    p.add_argument(
+        "--overwrite", action="store_true", help="replace DST if it exists (TFRecord sources)"
     )
     p.add_argument(
         "--feature",
@@ -464,7 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="re-read what was written and check count, bytes and values before renaming",
     )
-    p.add_argument("--quiet", action="store_true", help="no progress line on the terminal")
+    p.add_argument(
+        "--quiet", "--no-progress", action="store_true", help="no progress line on the terminal"
+    )
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
     p.set_defaults(run=cmd_convert)
 
@@ -495,15 +604,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser(
         "demo",
-        help="write a sample TFRecord file, count and verify it",
-        description="Write a sample TFRecord file, count it from its headers and verify every "
-        "record, printing what it did and how fast.",
+        help="write a sample dataset, verify it, convert it to .npy and load it back",
+        description="Write a sample TFRecord file of tf.train.Example records (images, labels, "
+        "token lists, raw float32 tensors), count it from its headers, verify every record, "
+        "convert it to a folder of .npy files, load that memory-mapped, and stream shuffled, "
+        "padded batches, printing what it did and how fast.",
     )
     p.add_argument(
         "--out", default="demo-output", help="folder for the sample (default: %(default)s)"
     )
     p.add_argument(
-        "--records", type=int, default=200_000, help="records to write (default: %(default)s)"
+        "--records", type=int, default=50_000, help="records to write (default: %(default)s)"
     )
     p.set_defaults(run=cmd_demo)
     return parser

@@ -24,6 +24,7 @@ copy. Errors name the file, the record's number in it and its byte offset.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import os
 import queue
 import threading
@@ -35,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ._core import framing
-from .columns import BytesColumn, Column, Ragged
+from .columns import BytesColumn, Column, Ragged, take_column
 from .errors import (
     CorruptRecordError,
     CorruptRecordWarning,
@@ -65,6 +66,7 @@ SAVE_BATCH_RECORDS = (256, 32768)
 DEFAULT_SAVE_BATCH = 4096
 READ_BATCH = 4096  # iteration and to_numpy read this many records per batch
 CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
+COMPACT_SLACK = 1 << 20  # a shuffle buffer compacts when its chunks hold this much over 2x
 LOC_BITS = 40  # a record's location: file number << LOC_BITS | record number in the file
 LOC_MASK = (1 << LOC_BITS) - 1
 LENGTH_SUFFIX = "_length"
@@ -115,7 +117,7 @@ class _Files:
         else:
             reader = RecordReader(path, compression=kind, on_error=self.on_error)
             index = next(reader.indexes())
-            self.corruptions += reader.corruptions
+            self.corruptions += reader.corruptions  # under the lock of file_index
         return index.offsets, index.lengths
 
     def index(self) -> _Files:
@@ -157,6 +159,15 @@ class _Files:
         known = self._file_index[f]
         offset = int(known[0][record]) if known is not None and record < len(known[0]) else -1
         return self.paths[f], record, offset
+
+    def note(self, error: CorruptRecordError) -> bool:
+        """List skipped damage once per place; False if it was listed already."""
+        key = (error.path, error.record, error.offset)
+        with self._lock:
+            if any((e.path, e.record, e.offset) == key for e in self.corruptions):
+                return False
+            self.corruptions.append(error)
+            return True
 
     def require_seek(self, what: str) -> None:
         if self.seekable:
@@ -202,6 +213,7 @@ class _Batch(RecordBatch):
 
     locs: np.ndarray | None = None
     files: _Files | None = None
+    order: np.ndarray | None = None  # rows to take after decoding (shuffle=N mixes within)
 
     def where(self, row: int) -> tuple[str, int]:
         if self.locs is None or self.files is None:
@@ -210,10 +222,22 @@ class _Batch(RecordBatch):
         return path, record
 
 
-def _pread_into(fd: int, view: memoryview, offset: int, path: str) -> None:
+def _read_at(fh, view: memoryview, offset: int) -> int:
+    """Read into view from byte `offset` of the open file fh: os.preadv where the system has
+    it (no file position, no copy), else seek + readinto (fh is never shared)."""
+    if _PREADV is not None:
+        return _PREADV(fh.fileno(), [view], offset)
+    fh.seek(offset)
+    return fh.readinto(view) or 0
+
+
+_PREADV = getattr(os, "preadv", None)
+
+
+def _pread_into(fh, view: memoryview, offset: int, path: str) -> None:
     got = 0
     while got < len(view):
-        n = os.preadv(fd, [view[got:]], offset + got)
+        n = _read_at(fh, view[got:], offset + got)
         if n <= 0:
             raise CorruptRecordError(
                 f"the file ends at byte {format_count(offset + got)}, before the "
@@ -269,7 +293,7 @@ def _read_span(files: _Files, f: int, a: int, b: int) -> _Frames:
     buf = np.empty(end - start, np.uint8)
     path = files.paths[f]
     with builtins.open(path, "rb", buffering=0) as fh:
-        _pread_into(fh.fileno(), memoryview(buf), start, path)
+        _pread_into(fh, memoryview(buf), start, path)
     locs = (f << LOC_BITS) + np.arange(a, b, dtype=np.int64)
     frames = _Frames(buf, off[a:b] - start, ln[a:b].copy(), locs)
     _check_frames(files, frames)
@@ -295,10 +319,10 @@ def _read_records(files: _Files, ids: np.ndarray) -> _Frames:
     for group in np.split(order, cuts) if n else []:
         path = files.paths[int(which[group[0]])]
         with builtins.open(path, "rb", buffering=0) as fh:
-            fd = fh.fileno()
             for k in group.tolist():
-                s = slot_list[k]
-                _pread_into(fd, view[s : s + size_list[k]], off_list[k], path)
+                s, size = slot_list[k], size_list[k]
+                if _read_at(fh, view[s : s + size], off_list[k]) != size:
+                    _pread_into(fh, view[s : s + size], off_list[k], path)
     frames = _Frames(buf, slots[:-1].copy(), sizes - 16, files.locs(ids))
     _check_frames(files, frames)
     return frames
@@ -577,7 +601,8 @@ class Dataset:
         if self._files.on_error == "raise":
             raise error
         error.skipped = length + 16
-        self._files.corruptions.append(error)
+        if not self._files.note(error):
+            return  # reported when this record was read before
         if self._files.on_error == "warn":
             warnings.warn(
                 f"{reason} at {path} record {record} (byte {format_count(offset)}); skipped "
@@ -623,7 +648,8 @@ class Dataset:
             try:
                 yield from reader.batches(batch_size)
             finally:
-                files.corruptions += [c for c in reader.corruptions if c not in files.corruptions]
+                for c in reader.corruptions:
+                    files.note(c)
             return
         parts = (
             part
@@ -656,7 +682,8 @@ class Dataset:
                 if seen >= b:
                     break
         finally:
-            files.corruptions += [c for c in reader.corruptions if c not in files.corruptions]
+            for c in reader.corruptions:
+                files.note(c)
 
     def _file_frames(self, f: int, a: int, b: int, block: int) -> Iterator[_Frames]:
         """Records a..b of file f as frames, `block` records at a time."""
@@ -771,6 +798,9 @@ class Dataset:
 
         def finish(raw: RecordBatch) -> Batch:
             cols = decode(raw, threads)
+            order = getattr(raw, "order", None)
+            if order is not None:
+                cols = {name: take_column(col, order) for name, col in cols.items()}
             return padder(cols) if padder else cols
 
         def generate() -> Iterator[Batch]:
@@ -1032,7 +1062,7 @@ class _ShufflePool:
                 self.pool_c = np.concatenate([self.pool_c, new_c[k:]])
                 self.pool_r = np.concatenate([self.pool_r, new_r[k:]])
             yield self._emit(out_c, out_r)
-            if len(self.chunks) > 4 and self.held > 2 * self.pooled + (1 << 20):
+            if len(self.chunks) > 4 and self.held > 2 * self.pooled + COMPACT_SLACK:
                 self._compact()
         order = self.rng.permutation(len(self.pool_c))
         for a in range(0, len(order), b):
@@ -1058,7 +1088,8 @@ class _ShufflePool:
             if self.live[cid] == 0:
                 self.held -= frames.nbytes
                 del self.live[cid], self.chunks[cid]
-        return batch
+        # Gathering groups rows by chunk; a fresh permutation makes the order random too.
+        return dataclasses.replace(batch, order=self.rng.permutation(len(batch)))
 
     def _compact(self) -> None:
         groups = self._groups(self.pool_c, self.pool_r)
@@ -1241,6 +1272,12 @@ def open(
     """
     if on_error not in ("raise", "skip", "warn"):
         raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
+    if _is_array_source(paths):
+        raise TFRecordError(
+            f"{os.fspath(paths)} holds NumPy arrays, not TFRecords: tn.open reads TFRecord "
+            "files. Read what Dataset.save wrote with tn.load(path); write TFRecords from "
+            "arrays with tn.convert(path, 'out.tfrecord')"
+        )
     files = _Files(expand_paths(paths), compression, verify_crc, on_error)
     if spec is None:
         try:
@@ -1249,7 +1286,7 @@ def open(
             raise NotImplementedError(
                 "spec inference is not available yet; pass spec={...} (or --spec spec.json)"
             ) from None
-        spec = infer_spec(files.paths)
+        spec = infer_spec(files.paths, compression=compression)
     return Dataset(files, _load_spec(spec))
 
 

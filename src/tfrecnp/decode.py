@@ -16,6 +16,7 @@ whose kind is not set counts as missing (TensorFlow).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import os
@@ -46,42 +47,78 @@ from .spec import (
 )
 from .spec import Sequence as SequenceSpec
 
-__all__ = ["Decoder", "Survey", "decode", "read", "survey"]
+__all__ = ["Decoder", "Survey", "batch_size", "decode", "read", "survey"]
 
 Batch = dict[str, Column]
 
-CHUNK_MIN_BYTES = 256 << 10  # below this a batch decodes in one piece (threads cost more)
-CHUNK_MIN_RECORDS = 512
-READ_BATCH = 8192  # records per batch when reading whole files
+CHUNK_MIN_BYTES = 64 << 10  # pieces of a batch decoded by parallel threads hold at least
+CHUNK_MIN_RECORDS = 256  # this much; a batch is cut in up to 4 pieces per thread
+PIECES_PER_THREAD = 4
+BATCH_BYTES = 4 << 20  # a batch of about this many payload bytes decodes in cache ...
+BATCH_RECORDS = (64, 4096)  # ... within these many records
+TABLE_CACHE_RECORDS = 1 << 16  # scan tables up to this many records are reused per thread
 NAME_ENCODING = ("utf-8", "surrogateescape")
 MALFORMED_HINT = (
     "the payload is not a valid tf.train.Example; if `tfrecnp verify` finds its CRCs "
     "intact, the writer produced it this way"
 )
 
+_CPUS = os.cpu_count() or 1  # (os.cpu_count() reads /sys on every call)
 _KIND_WORD = {0: "nothing", **KIND_NAMES, 4: "mixed kinds"}
 _WIRE_DTYPE = {KIND_FLOAT: np.dtype(np.float32), KIND_INT64: np.dtype(np.int64)}
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_pools: dict[str, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(
-                max_workers=max(os.cpu_count() or 1, 2), thread_name_prefix="tfrecnp-decode"
-            )
-        return _pool
+def _executor(kind: str = "chunks") -> ThreadPoolExecutor:
+    """Shared thread pools. "chunks" runs leaf tasks only (pieces of one batch, which never
+    wait on other tasks), so callers in any thread, "pipeline" ones included, can wait on
+    it without deadlock."""
+    with _pools_lock:
+        pool = _pools.get(kind)
+        if pool is None:
+            workers = max(_CPUS, 2) if kind == "chunks" else 1
+            pool = _pools[kind] = ThreadPoolExecutor(workers, f"tfrecnp-{kind}")
+        return pool
 
 
-def _run_parallel(fn: Callable[[int], Any], count: int) -> list:
-    """fn(0..count-1), the first in this thread and the rest in the shared pool."""
-    if count == 1:
-        return [fn(0)]
-    futures: list[Future] = [_executor().submit(fn, k) for k in range(1, count)]
-    first = fn(0)
-    return [first, *(f.result() for f in futures)]
+def _run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
+    """[fn(0), ..., fn(count - 1)], computed by this thread and up to workers - 1 pool
+    threads taking pieces from a shared counter. The caller never waits for a helper
+    that has not started (on a busy machine it may not get a core for milliseconds): it
+    does the work itself, and waits only for pieces a helper already took."""
+    if count <= 1 or workers <= 1:
+        return [fn(k) for k in range(count)]
+    results: list[Any] = [None] * count
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    taken = [0, 0]  # pieces taken, pieces finished
+    finished = threading.Event()
+
+    def work() -> None:
+        while True:
+            with lock:
+                k = taken[0]
+                if k >= count:
+                    return
+                taken[0] += 1
+            try:
+                results[k] = fn(k)
+            except BaseException as e:  # re-raised by the caller
+                errors.append(e)
+            with lock:
+                taken[1] += 1
+                if taken[1] == count:
+                    finished.set()
+
+    pool = _executor()
+    for _ in range(min(workers, count) - 1):
+        pool.submit(work)
+    work()
+    finished.wait()
+    if errors:
+        raise errors[0]
+    return results
 
 
 @dataclass(frozen=True)
@@ -97,6 +134,7 @@ class _Compiled:
     divisor: int = 1
     raw_bytes: int = 0
     default: tuple[bytes, list[int] | None] | None = None
+    outer: Feature | None = None  # a feature decoded as `spec`, then finished by outer
 
     @property
     def label(self) -> str:
@@ -104,6 +142,9 @@ class _Compiled:
 
 
 def _compile(name: str, f: Feature, section: int) -> _Compiled:
+    base = f.decode_as() if not isinstance(f, (FixedLen, VarLen, Raw)) else None
+    if base is not None:
+        return dataclasses.replace(_compile(name, base, section), outer=f)
     kind = f.kind
     if isinstance(f, FixedLen):
         if section:
@@ -184,6 +225,7 @@ class Decoder:
             self.sequence = False
             parts = [(n, f, 0) for n, f in self.spec.items()]
         self._features = [_compile(n, f, s) for n, f, s in parts]
+        self._local = threading.local()
         feats = self._features
         self._plan = _core.Plan(
             [c.name.encode(*NAME_ENCODING) for c in feats],
@@ -200,14 +242,37 @@ class Decoder:
     def __repr__(self) -> str:
         return f"Decoder({self.spec!r})"
 
+    def __reduce__(self) -> tuple:
+        # the compiled plan is rebuilt on unpickling (DataLoader workers, processes)
+        return (_decoder, (self.spec, self.threads))
+
+    def _table(self, n: int) -> np.ndarray:
+        """The scan's (n, features, ROW_FIELDS) table: a buffer kept per thread and reused
+        from batch to batch (fresh memory costs a page fault per 4 KiB)."""
+        if n > TABLE_CACHE_RECORDS:
+            return np.empty((n, len(self._features), _core.ROW_FIELDS), np.int64)
+        local = self._local
+        buf = getattr(local, "table", None)
+        if buf is None or len(buf) < n:
+            buf = local.table = np.empty(
+                (max(n, 64), len(self._features), _core.ROW_FIELDS), np.int64
+            )
+        return buf[:n]
+
     # -- the two passes ------------------------------------------------------------
 
-    def _chunks(self, offsets: np.ndarray, threads: int | None) -> list[tuple[int, int]]:
-        n = len(offsets) - 1
+    def _workers(self, threads: int | None) -> int:
         workers = threads if threads is not None else self.threads
-        workers = max(1, workers if workers is not None else (os.cpu_count() or 1))
+        return max(1, workers if workers is not None else _CPUS)
+
+    def _chunks(self, offsets: np.ndarray, workers: int) -> list[tuple[int, int]]:
+        n = len(offsets) - 1
         size = int(offsets[-1] - offsets[0])
-        pieces = min(workers, size // CHUNK_MIN_BYTES + 1, n // CHUNK_MIN_RECORDS + 1)
+        pieces = min(
+            workers * PIECES_PER_THREAD if workers > 1 else 1,
+            size // CHUNK_MIN_BYTES + 1,
+            n // CHUNK_MIN_RECORDS + 1,
+        )
         if pieces <= 1:
             return [(0, n)]
         cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], pieces + 1)[1:-1])
@@ -226,19 +291,20 @@ class Decoder:
         nf = len(feats)
         if nf == 0:
             return {}
-        chunks = self._chunks(offsets, threads)
-        table = np.empty((n, nf, _core.ROW_FIELDS), np.int64)
+        workers = self._workers(threads)
+        chunks = self._chunks(offsets, workers)
+        table = self._table(n)
         totals = np.zeros((len(chunks), nf, 4), np.int64)
 
         def scan(k: int) -> tuple:
             lo, hi = chunks[k]
             return _core.scan(plan, data, offsets, lo, hi, table, totals[k])
 
-        for status in _run_parallel(scan, len(chunks)):
+        for status in _run_parallel(scan, len(chunks), workers):
             if status[0] != _core.OK:
                 raise self._scan_error(batch, table, status)
 
-        sums = totals.sum(axis=0)
+        sums = totals.sum(axis=0).tolist()
         bases = np.zeros((len(chunks), nf, 3), np.int64)
         np.cumsum(totals[:-1, :, :3], axis=0, out=bases[1:])
         outs = [self._allocate(c, f, n, sums[f], table, batch) for f, c in enumerate(feats)]
@@ -248,13 +314,17 @@ class Decoder:
             lo, hi = chunks[k]
             return _core.fill(plan, data, offsets, lo, hi, table, args, bases[k])
 
-        if any(s != _core.OK for s in _run_parallel(fill, len(chunks))):
+        if any(s != _core.OK for s in _run_parallel(fill, len(chunks), workers)):
             raise RuntimeError("the batch's buffer changed while it was being decoded")
-        return {c.name: self._wrap(c, outs[f][1], table[:, f], batch) for f, c in enumerate(feats)}
+        columns = {}
+        for f, c in enumerate(feats):
+            column = self._wrap(c, outs[f][1], table[:, f], batch)
+            columns[c.name] = column if c.outer is None else c.outer.finish(column)
+        return columns
 
-    def _allocate(self, c: _Compiled, f: int, n: int, sums: np.ndarray, table, batch) -> tuple:
+    def _allocate(self, c: _Compiled, f: int, n: int, sums: list, table, batch) -> tuple:
         """((values, offsets, splits, inner, raw_bytes) for the core, arrays to wrap)."""
-        values_total, bytes_total, steps_total = (int(x) for x in sums[:3])
+        values_total, bytes_total, steps_total = sums[:3]
         spec, op = c.spec, c.op
         splits = inner = offs = None
         raw_bytes = 0
@@ -279,7 +349,7 @@ class Decoder:
         elif op == "raw_var":
             values = np.empty((bytes_total // c.divisor, *spec.row_shape), spec.dtype)
         else:  # raw_any: the -1 resolves from this batch's byte counts, equal in every record
-            sizes = table[:, f, 3]
+            sizes = table[:, f, _core.ROW_NBYTES]
             raw_bytes = int(sizes[0]) if n else 0
             if n and np.any(sizes != raw_bytes):
                 r = int(np.flatnonzero(sizes != raw_bytes)[0])
@@ -306,9 +376,7 @@ class Decoder:
                 col = col.to_numpy().reshape(-1, *spec.shape)
         else:
             col = self._cast(c, values, splits, inner, rows, batch)
-        if op == "dense_bytes":
-            return col
-        if op == "dense":
+        if op in ("dense", "dense_bytes"):
             return col
         if op in ("var", "var_bytes"):
             if op == "var":
@@ -330,7 +398,7 @@ class Decoder:
         if dtype.kind == "f":
             out = values.astype(dtype)
             if c.op == "dense" and c.spec.default is not None:
-                missing = (rows[:, 7] & 0xFF) == 0
+                missing = (rows[:, _core.ROW_KIND] & 0xFF) == 0
                 if missing.any():  # the default as given, not rounded through float32
                     out[missing] = c.spec.default
             return out
@@ -374,21 +442,27 @@ class Decoder:
 
     def _malformed(self, batch: RecordBatch, r: int, offset: int, detail: tuple) -> Exception:
         reason_code, where_code, feature, a, b = detail
-        where = _core.WHERE[where_code]
-        expected = (
-            "0 (varint) or 2 (packed)"
-            if where == "an Int64List"
-            else "5 (32-bit) or 2 (packed)"
-            if where == "a FloatList"
-            else "2 (length-delimited)"
-        )
-        reason = _core.MALFORMED_REASONS[reason_code].format(
-            a=format_count(a) if isinstance(a, int) and a > 9999 else a, b=b, expected=expected
-        )
         inside = f" of {self._features[feature].label}" if feature >= 0 else ""
         kind = "SequenceExample" if self.sequence else "Example"
+        reason = _malformed_reason(reason_code, where_code, a, b)
         path, record = batch.where(r)
-        return _corrupt(f"malformed {kind}: {reason} in {where}{inside}", path, record, offset)
+        return _corrupt(f"malformed {kind}: {reason}{inside}", path, record, offset)
+
+
+def _malformed_reason(code: int, where_code: int, a: int, b: int) -> str:
+    """The core's (reason, where, a, b) as words: "a varint runs past 10 bytes in ..."."""
+    where = _core.WHERE[where_code]
+    expected = {
+        "an Int64List": "0 (varint) or 2 (packed)",
+        "a FloatList": "5 (32-bit) or 2 (packed)",
+    }.get(where, "2 (length-delimited)")
+    a_, b_ = (format_count(x) if x > 9999 else str(x) for x in (a, b))
+    reason = _core.MALFORMED_REASONS[code].format(a=a_, b=b_, expected=expected)
+    return f"{reason} in {where}"
+
+
+def _decoder(spec: Spec, threads: int | None) -> Decoder:
+    return Decoder(spec, threads=threads)
 
 
 def _corrupt(reason: str, path: str, record: int, offset: int) -> CorruptRecordError:
@@ -453,8 +527,9 @@ def _suggest(c: _Compiled, kind: int, count: int, nbytes: int) -> str:
 
 
 def _schema_message(c: _Compiled, code: str, row: np.ndarray, where: str) -> str:
-    count, nbytes, steps = int(row[2]), int(row[3]), int(row[4])
-    bad_step, bad_value, kind = int(row[5]), int(row[6]), int(row[7]) & 0xFF
+    count, nbytes = int(row[_core.ROW_COUNT]), int(row[_core.ROW_NBYTES])
+    steps, bad_step = int(row[_core.ROW_STEPS]), int(row[_core.ROW_BAD_STEP])
+    bad_value, kind = int(row[_core.ROW_BAD_VALUE]), int(row[_core.ROW_KIND]) & 0xFF
     spec = c.spec
     spelled = spec.spell()
     n_values = f"{format_count(count)} value" + ("" if count == 1 else "s")
@@ -562,9 +637,10 @@ def read(
 ) -> Batch:
     """Every record of the files decoded into one dict of columns.
 
-    spec=None infers the spec from a sample of the records. The whole result is held in
-    memory; to stream a dataset larger than memory, iterate RecordReader(...).batches()
-    through a Decoder instead.
+    spec=None infers the spec from a sample of the records. The next batch is read while
+    the last one decodes (threads: decoding threads, default one less than the cores).
+    The whole result is held in memory; to stream a dataset larger than memory, iterate
+    RecordReader(...).batches() through a Decoder instead.
     """
     if spec is None:
         try:
@@ -574,12 +650,24 @@ def read(
                 "spec inference is not available yet; pass spec={...}"
             ) from None
         spec = infer_spec(paths)
-    decoder = Decoder(spec, threads=threads)
+    # this thread reads while the pipeline thread decodes: one core less for chunks
+    decoder = Decoder(spec, threads=threads if threads is not None else max(1, _CPUS - 1))
     reader = RecordReader(paths, compression=compression, verify_crc=verify_crc)
-    parts = list(_pipelined(reader.batches(READ_BATCH), decoder.decode))
+    size = batch_size(paths, compression=compression)
+    parts = list(_pipelined(reader.batches(size), decoder.decode))
     if not parts:
         parts = [decoder.decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))]
     return {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
+
+
+def batch_size(paths: Paths, *, compression: str | None = "auto") -> int:
+    """Records per batch for these files: about BATCH_BYTES of payload (judged from the
+    first records), so small records batch by thousands and big tensors by tens."""
+    sample = next(RecordReader(paths, compression=compression).batches(64), None)
+    if sample is None or len(sample) == 0:
+        return BATCH_RECORDS[1]
+    mean = max(1.0, len(sample.data) / len(sample))
+    return int(min(max(BATCH_BYTES / mean, BATCH_RECORDS[0]), BATCH_RECORDS[1]))
 
 
 def _pipelined(batches: Iterable[RecordBatch], fn: Callable[[RecordBatch], Batch]):
@@ -587,7 +675,7 @@ def _pipelined(batches: Iterable[RecordBatch], fn: Callable[[RecordBatch], Batch
     flight at most)."""
     pending: Future | None = None
     for batch in batches:
-        future = _executor().submit(fn, batch)
+        future = _executor("pipeline").submit(fn, batch)
         if pending is not None:
             yield pending.result()
         pending = future
@@ -644,10 +732,8 @@ def survey(batch: RecordBatch | Iterable[bytes], *, first_bytes: int = 16) -> Su
         if status == _core.MALFORMED:
             offset, code, where, a, b = detail
             path, record = batch.where(nxt)
-            reason = _core.MALFORMED_REASONS[code].format(a=a, b=b, expected="another")
-            raise _corrupt(
-                f"malformed record: {reason} in {_core.WHERE[where]}", path, record, offset
-            )
+            reason = _malformed_reason(code, where, a, b)
+            raise _corrupt(f"malformed record: {reason}", path, record, offset)
         if status == _core.BAD_OFFSETS:
             raise ValueError("the batch's offsets do not fit its data")
         if status == _core.FULL and nxt == r and count == 0:

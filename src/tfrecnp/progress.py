@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TextIO
 
-from .errors import format_count
+from .errors import format_count, format_size
 
 __all__ = ["Progress", "format_duration", "format_rate"]
 
@@ -49,8 +49,9 @@ def _isatty(stream: TextIO) -> bool:
 class Progress:
     """Records (and bytes) done so far, drawn as one line on a terminal.
 
-    total: the number of records expected, for the percentage and ETA (None if unknown).
-    enabled=False, or a stream that is not a terminal, makes every call a no-op.
+    total: the number of records expected, for the percentage and ETA; or else total_bytes,
+    the bytes expected (None if unknown). enabled=False, or a stream that is not a terminal,
+    makes every call a no-op.
     """
 
     def __init__(
@@ -58,6 +59,7 @@ class Progress:
         label: str,
         *,
         total: int | None = None,
+        total_bytes: int | None = None,
         enabled: bool = True,
         stream: TextIO | None = None,
         unit: str = "records",
@@ -66,6 +68,7 @@ class Progress:
         self.enabled = bool(enabled) and _isatty(self.stream)
         self.label = label
         self.total = total
+        self.total_bytes = total_bytes
         self.unit = unit
         self.records = 0
         self.nbytes = 0
@@ -88,19 +91,28 @@ class Progress:
         """The text of the bar as it stands."""
         elapsed = max((now if now is not None else time.perf_counter()) - self.started, 1e-9)
         parts = [f"{self.label}:"]
+        done, left = None, None
         if self.total:
-            done = min(self.records / self.total, 1.0)
+            done = self.records / self.total
+            left = (self.total - self.records) / max(self.records / elapsed, 1e-9)
+        elif self.total_bytes:
+            done = self.nbytes / self.total_bytes
+            left = (self.total_bytes - self.nbytes) / max(self.nbytes / elapsed, 1e-9)
+        if done is not None:
+            done = min(done, 1.0)
             filled = round(done * BAR_WIDTH)
             parts.append(f"[{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {100 * done:3.0f}%")
+        if self.total:
             parts.append(f"{format_count(self.records)}/{format_count(self.total)} {self.unit}")
         else:
             parts.append(f"{format_count(self.records)} {self.unit}")
-        rate = self.records / elapsed
-        parts.append(f"{format_rate(rate)}{self.unit[:3]}/s")
+            if self.total_bytes:
+                parts.append(f"({format_size(self.nbytes)} of {format_size(self.total_bytes)})")
+        parts.append(f"{format_rate(self.records / elapsed)}{self.unit[:3]}/s")
         if self.nbytes:
             parts.append(f"{self.nbytes / elapsed / 1e6:,.0f} MB/s")
-        if self.total and rate > 0 and self.records < self.total:
-            parts.append(f"ETA {format_duration((self.total - self.records) / rate)}")
+        if left is not None and done < 1.0 and (self.records or self.nbytes):
+            parts.append(f"ETA {format_duration(left)}")
         else:
             parts.append(format_duration(elapsed))
         return " ".join(parts)

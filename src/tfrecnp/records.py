@@ -4,8 +4,10 @@ The byte work (CRC32C, header walks, payload copies) happens in `tfrecnp._core.f
 with the GIL released; this module owns files, buffers, compression and error reports.
 
 A batch of records is one contiguous uint8 buffer plus n + 1 int64 offsets: record i is
-``data[offsets[i]:offsets[i + 1]]``. Memory is bounded by the read chunk (4 MiB), the
-largest record and the batch, never by the file.
+``data[offsets[i]:offsets[i + 1]]``. Memory is bounded by the read chunk (1 MiB), the
+largest record and four batches (the one being filled and up to three earlier ones kept
+for reuse once the consumer lets them go), never by the file. Payloads go from the read
+buffer straight into their batch, in one pass that also walks headers and checks CRCs.
 
 Damage is reported as `CorruptRecordError` naming file, record index and byte offset. With
 ``on_error="skip"`` (or ``"warn"``) the reader resynchronises on the next offset where a
@@ -15,19 +17,23 @@ whole frame checks (length CRC and payload CRC) and records what it skipped in
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import itertools
 import os
+import sys
 import uuid
 import warnings
 import zlib
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, TypeVar
 
 import numpy as np
 
-from ._core import framing
+from ._core import encode, framing
 from .compression import (
     CompressingWriter,
     DecompressingReader,
@@ -56,7 +62,9 @@ Paths = PathLike | Iterable[PathLike]
 OnError = Literal["raise", "skip", "warn"]
 
 CHUNK_BYTES = 1 << 20  # read-buffer size; grows only to hold one larger record
+STREAM_BYTES = 8 << 20  # batches this large bypass the caches when filled (see gather)
 SEEK_READ_BYTES = 4096  # a header-only scan reads this much after each jump over a payload
+SEEK_GAP = 64 << 10  # ... over payloads this long; shorter ones are read through, in chunks
 MAX_PLAUSIBLE_LENGTH = 1 << 31  # protobuf messages stop at 2 GiB; past this a length is nonsense
 INDEX_SUFFIX = ".idx"
 SALVAGE_HINT = (
@@ -135,8 +143,11 @@ class RecordBatch:
 
     def __iter__(self) -> Iterator[bytes]:
         data, offsets = self.data, self.offsets.tolist()
-        for a, b in itertools.pairwise(offsets):
-            yield data[a:b].tobytes()
+        if len(offsets) > 1 and offsets[-1] - offsets[0] < 2048 * (len(offsets) - 1):
+            # short records: one copy of the batch, then bytes slices, a third faster
+            raw = data.tobytes()
+            return map(raw.__getitem__, map(slice, offsets[:-1], offsets[1:]))
+        return (data[a:b].tobytes() for a, b in itertools.pairwise(offsets))
 
     @property
     def lengths(self) -> np.ndarray:
@@ -286,7 +297,7 @@ class RecordReader:
         try:
             for k, path in enumerate(self.paths):
                 batch.later_bytes = later[k + 1] if k + 1 < len(later) else 0
-                yield from self._walk(path, batch_size, batch)
+                yield from self._walk(path, batch)
         except CorruptRecordError:
             if batch.n:  # the good records before the damage come out first, as in TensorFlow
                 yield batch.take()
@@ -297,14 +308,14 @@ class RecordReader:
     def indexes(self) -> Iterator[RecordIndex]:
         """One RecordIndex per file, from a scan that reads only frame headers where it can."""
         for path in self.paths:
-            parts = list(self._walk(path, 1 << 16))
-            offsets = [p[0] for p in parts] or [np.empty(0, np.int64)]
-            lengths = [p[1] for p in parts] or [np.empty(0, np.int64)]
-            yield RecordIndex(path, np.concatenate(offsets), np.concatenate(lengths))
+            heads = _Headers(1 << 16)
+            for _ in self._walk(path, heads):
+                pass
+            yield RecordIndex(path, *heads.arrays())
 
-    def _walk(self, path: str, limit: int, batch: _BatchBuilder | None = None):
-        """For one file: fills `batch`, yielding it whenever it is full, or (without a
-        batch) yields (offsets, lengths) pairs from a header-only walk."""
+    def _walk(self, path: str, sink: _BatchBuilder | _Headers):
+        """For one file: fills the batch `sink`, yielding it whenever it is full, or
+        collects frame offsets and lengths into `sink` from a header-only walk."""
         compression = (
             file_compression(path, self.compression)
             if self.compression == "auto"
@@ -312,7 +323,7 @@ class RecordReader:
         )
         stream = _Stream(path, compression)
         try:
-            yield from _walk_stream(self, stream, limit, batch)
+            yield from _walk_stream(self, stream, sink)
         finally:
             stream.close()
 
@@ -351,123 +362,189 @@ class _BatchBuilder:
     The buffer is sized from the records seen so far (average payload x records still to
     come, plus 1/16), never beyond the bytes left in the files for uncompressed input; a
     wrong guess costs one copy when it grows. A full batch is handed out and the builder
-    starts a fresh buffer, so nothing handed out is written again.
+    starts another buffer. Buffers handed out are kept in a small pool and reused only
+    once nothing else refers to them (the consumer dropped the batch and every view of
+    it), so nothing a consumer can see is written again, and the steady state allocates
+    nothing: fresh pages would cost a page fault and zeroing each.
     """
+
+    POOL = 3  # earlier batch buffers kept for reuse (a consumer often holds one or two)
 
     def __init__(self, size: int):
         self.size = size
         self.later_bytes = 0  # bytes of the files after the current one
         self.seen_records = self.seen_bytes = 0
+        self.pool: list[np.ndarray] = []
         self._start()
 
     def _start(self) -> None:
         self.data: np.ndarray | None = None
-        self.offsets = np.zeros(min(self.size, 1 << 16) + 1, np.int64)
+        self.offsets = np.empty(min(self.size, 1 << 16) + 1, np.int64)  # gather_frames fills it
         self.n = self.used = 0
         self.origins: list[tuple[int, str, int]] = []
         self.follows: tuple[str, int] | None = None  # (path, record) that continues origins[-1]
 
-    def gather(self, s: _Stream, starts, lengths, total: int, verify: bool, record: int) -> int:
-        """Append the payloads of the n frames at starts (total payload bytes); returns the
-        index of the first whose CRC fails, or -1 (the good ones before it are kept)."""
-        n = len(starts)
-        need = self.used + total
-        if self.data is None or len(self.data) < need:
-            self._reserve(need, n, total, s)
-        if len(self.offsets) <= self.n + n:
-            grown = np.zeros(min(self.size, 2 * (self.n + n)) + 1, np.int64)
-            grown[: self.n + 1] = self.offsets[: self.n + 1]
-            self.offsets = grown
-        bad = framing.gather_payloads(
-            s.view[: s.end],
-            starts,
-            lengths,
-            self.data[self.used :],
-            self.offsets[self.n : self.n + n + 1],
-            verify,
-            self.used,
-        )
-        good = n if bad < 0 else bad
-        if good:
-            if self.follows != (s.path, record):
-                self.origins.append((self.n, s.path, record))
-            self.follows = (s.path, record + good)
-            self.n += good
-            used = int(self.offsets[self.n])
-            self.seen_records += good
-            self.seen_bytes += used - self.used
-            self.used = used
-        return bad
+    def gather(self, s: _Stream, verify: bool, record: int) -> tuple[int, int, int, int, int]:
+        """Copy the whole frames buffered in s from s.start into the batch, until it is full
+        or they end (one pass in the core: headers, payload CRCs, copies).
 
-    def _reserve(self, need: int, n: int, total: int, s: _Stream) -> None:
-        rest = self.size - self.n - n  # records this batch takes after these
-        average = (self.seen_bytes + total) / (self.seen_records + n)
-        guess = int(average * rest * 17 / 16) + 64 if rest else 0
-        if s.size is not None:  # uncompressed: at most what the files still hold
-            guess = min(guess, s.size - s.base - s.start - total + self.later_bytes)
+        Returns (status, pos, good, length, bad_at): `good` records were added and the
+        walk stopped at pos with the status and length of framing.gather_frames; bad_at is
+        the frame start of the first payload whose CRC failed, or -1.
+        """
+        view, pos, good = s.view[: s.end], s.start, 0
+        while True:
+            if self.data is None:
+                self._reserve(s, pos, 0)
+            want = min(self.size, len(self.offsets) - 1) - self.n
+            status, pos, n, length, bad, bad_at, used = framing.gather_frames(
+                view,
+                pos,
+                want,
+                self.data,
+                self.used,
+                self.offsets,
+                self.n,
+                verify,
+                len(self.data) >= STREAM_BYTES,  # it would not stay in cache anyway
+            )
+            if bad >= 0:
+                n = bad
+            if n:
+                if self.follows != (s.path, record + good):
+                    self.origins.append((self.n, s.path, record + good))
+                self.n += n
+                good += n
+                self.follows = (s.path, record + good)
+                self.seen_records += n
+                self.seen_bytes += used - self.used
+                self.used = used
+            if bad >= 0:
+                return status, pos, good, length, bad_at
+            if status == framing.OUT_FULL:
+                self._reserve(s, pos, length)
+            elif status == framing.LIMIT and self.n < self.size:
+                grown = np.empty(min(self.size, 2 * self.n) + 1, np.int64)
+                grown[: self.n + 1] = self.offsets[: self.n + 1]
+                self.offsets = grown
+            else:
+                return status, pos, good, length, -1
+
+    def _reserve(self, s: _Stream, pos: int, length: int) -> None:
+        """Make room for the next payload (`length` bytes, 0 when unknown) and, by the
+        average so far, for the rest of the batch; uncompressed input bounds the guess
+        by the bytes left in the files."""
+        rest = self.size - self.n - 1  # records after the next one
+        if self.seen_records:
+            guess = int(self.seen_bytes / self.seen_records * rest * 17 / 16) + 64
         else:
-            guess = min(guess, 8 * need + CHUNK_BYTES)
+            guess = CHUNK_BYTES
+        if s.size is not None:  # at most what the files still hold
+            guess = min(guess, s.size - s.base - pos - length + self.later_bytes)
+        else:
+            guess = min(guess, 8 * (self.used + length) + CHUNK_BYTES)
+        need = self.used + length
         capacity = need + max(guess, 0)
         if self.data is None:
-            self.data = np.empty(capacity, np.uint8)
+            reused = self._recycle(need, need + guess * 16 // 17)
+            self.data = reused if reused is not None else np.empty(capacity, np.uint8)
             return
         grown = np.empty(max(capacity, len(self.data) * 3 // 2), np.uint8)
         grown[: self.used] = self.data[: self.used]
         self.data = grown
 
+    def _recycle(self, need: int, expect: int) -> np.ndarray | None:
+        """A pooled buffer nobody else refers to, when one holds `expect` bytes (`need`
+        at least); a free one that is too small is let go."""
+        for k in range(len(self.pool) if _POOLING else 0):
+            if _references(self.pool, k) == _FREE_REFERENCES:
+                buffer = self.pool.pop(k)
+                return buffer if len(buffer) >= max(need, expect) else None
+        return None
+
     def take(self) -> RecordBatch:
         """The batch so far (the builder starts afresh)."""
+        if self.data is not None:
+            self.pool.append(self.data)
+            if len(self.pool) > self.POOL:
+                del self.pool[0]
         data = self.data[: self.used] if self.data is not None else np.empty(0, np.uint8)
         batch = RecordBatch(data, self.offsets[: self.n + 1], tuple(self.origins))
         self._start()
         return batch
 
 
-def _walk_stream(reader: RecordReader, s: _Stream, limit: int, batch: _BatchBuilder | None):
+def _references(pool: list, k: int) -> int:
+    return sys.getrefcount(pool[k])
+
+
+# A pooled buffer is free when only the pool refers to it; the count that means "free" is
+# measured here rather than assumed. Builds without the GIL do not pool.
+_FREE_REFERENCES = _references([np.empty(1, np.uint8)], 0)
+_POOLING = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+class _Headers:
+    """Frame offsets and payload lengths from a header-only walk, gathered in blocks."""
+
+    def __init__(self, block: int):
+        self.starts = np.empty(block, np.int64)
+        self.lengths = np.empty(block, np.int64)
+        self.filled = 0
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def add(self, n: int, base: int) -> None:
+        """The last scan wrote n frames after the filled ones, at offsets relative to base."""
+        self.starts[self.filled : self.filled + n] += base
+        self.filled += n
+        if self.filled == len(self.starts):
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.filled:
+            k = self.filled
+            self.parts.append((self.starts[:k].copy(), self.lengths[:k].copy()))
+            self.filled = 0
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        self._flush()
+        if not self.parts:
+            return np.empty(0, np.int64), np.empty(0, np.int64)
+        return np.concatenate([p[0] for p in self.parts]), np.concatenate(
+            [p[1] for p in self.parts]
+        )
+
+
+def _walk_stream(reader: RecordReader, s: _Stream, sink: _BatchBuilder | _Headers):
+    batch = sink if isinstance(sink, _BatchBuilder) else None
     seek_headers = batch is None and s.compression is None
-    # Payload walks scan every frame of a chunk in one call, while the chunk is in cache;
-    # a chunk holds at most CHUNK_BYTES // 16 frames (a batch_size of 10**9 must not
-    # allocate 16 GB), unless it grew to hold one larger record.
-    limit = CHUNK_BYTES // 16 if batch is not None else min(limit, CHUNK_BYTES // 16)
-    starts = np.empty(limit, np.int64)
-    lengths = np.empty(limit, np.int64)
     record = 0
     s.fill(12)
     while True:
-        scan_limit = s.size - s.base if seek_headers else s.end
-        status, pos, n, length = framing.scan_frames(
-            s.view[: s.end], s.start, scan_limit, starts, lengths
-        )
-        if n and batch is None:
-            yield starts[:n] + s.base, lengths[:n].copy()
-        elif n:
-            i = 0
-            while i < n:  # gather the chunk's frames into batches
-                k = min(n - i, batch.size - batch.n)
-                # frames lie back to back: their payloads total (bytes spanned) - 16 k
-                end = pos if i + k == n else int(starts[i + k])
-                total = end - int(starts[i]) - 16 * k
-                bad = batch.gather(
-                    s, starts[i : i + k], lengths[i : i + k], total, reader.verify_crc, record
-                )
-                good = k if bad < 0 else bad
-                if batch.n == batch.size:
-                    yield batch.take()
-                if bad >= 0:
-                    break
-                record += k
-                i += k
-            if bad >= 0:
-                at = int(starts[i + bad])
-                reason = _payload_crc_reason(s.view, at, int(lengths[i + bad]))
-                reader._damage(reason, s, record + good, s.base + at)
-                record += good + 1  # its header checked: it was one record, the next is +1
+        if batch is None:
+            # header-only: frames are collected into the sink's arrays, no Python per frame
+            heads, k = sink, sink.filled
+            scan_limit = s.size - s.base if seek_headers else s.end
+            status, pos, n, length = framing.scan_frames(
+                s.view[: s.end], s.start, scan_limit, heads.starts[k:], heads.lengths[k:]
+            )
+            if n:
+                heads.add(n, s.base)
+        else:
+            status, pos, n, length, at = batch.gather(s, reader.verify_crc, record)
+            if batch.n == batch.size:
+                yield batch.take()
+            if at >= 0:
+                record += n
+                size = int.from_bytes(s.view[at : at + 8], "little")
+                reason = _payload_crc_reason(s.view, at, size)
+                reader._damage(reason, s, record, s.base + at)
+                record += 1  # its header checked: it was one record, the next is +1
                 _resync(reader, s, at + 1, at)
                 continue
-            n = 0  # counted above
         record += n
         s.start = pos
-        if status == framing.LIMIT:
+        if status == framing.LIMIT and pos <= s.end:  # else a header-only walk stepped past
             continue
         if status == framing.BAD_LENGTH_CRC:
             reason = _length_crc_reason(s.view, pos)
@@ -476,8 +553,9 @@ def _walk_stream(reader: RecordReader, s: _Stream, limit: int, batch: _BatchBuil
             continue
         # NEED_MORE: the frame at pos is not whole in the buffer.
         if seek_headers and s.start >= s.end and s.base + s.start < s.size:
+            gap = s.start - s.end
             s.jump(s.base + s.start)
-            s.fill(12, SEEK_READ_BYTES)
+            s.fill(12, SEEK_READ_BYTES if gap >= SEEK_GAP else CHUNK_BYTES)
             continue
         need = 12 if length < 0 else length + 16
         left = (s.size - s.base - s.start) if s.size is not None else None
@@ -580,9 +658,10 @@ def write_index(index: RecordIndex, out: PathLike | None = None) -> str:
     """Write `offset length` lines (length = whole frame), the format of NVIDIA DALI's
     tfrecord2idx and vahidk/tfrecord. Returns the index file's path."""
     out = os.fspath(out) if out is not None else index_path(index.path)
-    table = np.stack([index.offsets, index.frame_lengths], axis=1)
-    with atomic_output(out) as tmp:
-        np.savetxt(tmp, table, fmt="%d", delimiter=" ")
+    starts = np.ascontiguousarray(index.offsets, np.int64)
+    frames = np.ascontiguousarray(index.frame_lengths, np.int64)
+    with atomic_output(out) as tmp, open(tmp, "wb") as f:
+        f.write(encode.index_lines(starts, frames))
     return out
 
 
@@ -638,14 +717,20 @@ def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
     return True
 
 
+def hidden_sibling(path: PathLike, tag: str = "tmp") -> str:
+    """A hidden, unique name beside `path` (``.name.tmp-1a2b3c4d``): where an output is
+    built before it is renamed into place, on the same file system so the rename is atomic."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.{tag}-{uuid.uuid4().hex[:8]}")
+
+
 class atomic_output:
     """Context manager giving a temporary path beside `path`; renamed onto it only when the
     block finishes without an exception, deleted otherwise."""
 
     def __init__(self, path: PathLike):
         self.path = os.fspath(path)
-        folder, name = os.path.split(self.path)
-        self.tmp = os.path.join(folder, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
+        self.tmp = hidden_sibling(self.path)
 
     def __enter__(self) -> str:
         return self.tmp
@@ -659,33 +744,122 @@ class atomic_output:
                 os.unlink(self.tmp)
 
 
-class RecordWriter:
-    """Writes TFRecord frames to `path` under a temporary name, renamed on a clean close.
+_Output = TypeVar("_Output", bound="CloseOrAbort")
+
+
+class CloseOrAbort:
+    """The life cycle of an output that appears whole or not at all (RecordWriter,
+    tn.Writer, the array sinks): `close()` when a ``with`` block ends cleanly, `abort()` when
+    it raises, and `abort()` when the object is garbage-collected unclosed, so a forgotten
+    or crashed writer leaves nothing that looks complete.
+
+    Subclasses define close() and abort() (both harmless once ``closed``) and set
+    ``self.closed = False`` as soon as they hold something abort() must clean up.
+    """
+
+    closed = True  # until a subclass's __init__ has opened something
+
+    def close(self) -> object:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Output) -> _Output:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        if not self.closed:
+            self.abort()
+
+
+def check_index_option(index: bool, compression: str | None) -> None:
+    """An index holds byte offsets of frames, which only an uncompressed file has."""
+    if index and compression:
+        raise ValueError(
+            f"index=True needs uncompressed output: byte offsets in a {compression} "
+            "file do not point at records; drop compression or the index"
+        )
+
+
+class RecordWriter(CloseOrAbort):
+    """Writes TFRecord frames to `path` under a hidden temporary name, renamed on a clean close.
 
     Use as a context manager. `write(payload)` appends one record; `write_batch(data,
     offsets)` appends many from one buffer. If the block raises, or the writer is dropped
     unclosed, the temporary file is deleted and nothing appears at `path`.
+
+    Frames are built in the caller's thread into a few reused buffers (fresh pages would
+    cost a page fault each) and written, and compressed, by one background thread, so the
+    caller's next batch overlaps this one's I/O. An error in that thread is raised by a
+    later write or by close; abort waits for writes in flight, then deletes.
+
+    index=True also streams the ``path.idx`` sidecar (``offset length`` per record, as
+    `write_index` writes it) beside the temporary file, renamed with it; it needs
+    uncompressed output.
+
+    `close()` is `finish()` then `publish()`. A caller writing several files that must
+    appear together (or after a check) calls finish() on each, which completes the file
+    under its temporary name `tmp`, reads them back if it likes, then publish(name) on
+    each; abort() still deletes a finished file that was not published. Such a caller
+    passes reuse=the previous, finished writer: the new one takes over its idle thread and
+    buffers, saving a thread start and fresh pages per file.
     """
 
-    FLUSH_BYTES = 4 << 20
+    FLUSH_BYTES = 4 << 20  # write(): payloads gathered before they are framed together
+    BUFFERS = 3  # frame buffers circulating: one being filled, the others queued or writing
 
-    def __init__(self, path: PathLike, compression: str | None = None):
+    def __init__(
+        self,
+        path: PathLike,
+        compression: str | None = None,
+        *,
+        index: bool = False,
+        reuse: RecordWriter | None = None,
+    ):
         self.path = os.fspath(path)
         self.compression = normalize_compression(compression, allow_auto=False)
-        self._target = atomic_output(self.path)
+        check_index_option(index, self.compression)
         folder = os.path.dirname(self.path) or "."
         if not os.path.isdir(folder):
             raise FileNotFoundError(f"cannot write {self.path}: no such directory {folder}")
-        self._raw = open(self._target.tmp, "wb")  # noqa: SIM115 (closed by close/abort)
-        self._sink = (
-            CompressingWriter(self._raw, self.compression) if self.compression else self._raw
-        )
+        self.index = bool(index)
+        self.tmp = hidden_sibling(self.path)
+        self.index_tmp = self.tmp + INDEX_SUFFIX if index else None
+        self.records = 0
+        self.position = 0  # bytes of frames written: the uncompressed stream's length
+        self.finished = False
         self._pending: list[bytes] = []
         self._pending_bytes = 0
-        self.records = 0
+        self._inflight: deque = deque()  # (future of one sink.write, its buffer), in order
+        if reuse is not None and reuse.finished and reuse._pool is not None:
+            self._pool, self._free = reuse._pool, reuse._free
+            reuse._pool, reuse._free = None, []
+        else:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="tfrecnp-writer")
+            self._free = [np.empty(0, np.uint8) for _ in range(self.BUFFERS)]
+        self._index_file = None
+        # Buffered: large writes go straight through, and partial writes are retried.
+        self._raw = open(self.tmp, "wb")  # noqa: SIM115 (closed by finish/abort)
         self.closed = False
+        try:
+            self._sink = (
+                CompressingWriter(self._raw, self.compression) if self.compression else self._raw
+            )
+            if index:
+                self._index_file = open(self.index_tmp, "wb")  # noqa: SIM115
+        except BaseException:
+            self.abort()
+            raise
 
     def write(self, payload: bytes | bytearray | memoryview) -> None:
+        self._check_open()
         payload = bytes(payload)
         self._pending.append(payload)
         self._pending_bytes += len(payload)
@@ -693,12 +867,81 @@ class RecordWriter:
             self._flush()
 
     def write_batch(self, data, offsets) -> None:
-        """Append records data[offsets[i]:offsets[i + 1]] (a uint8 buffer, n + 1 offsets)."""
+        """Append records data[offsets[i]:offsets[i + 1]] (a uint8 buffer, n + 1 offsets).
+        The data is copied before this returns: the caller may reuse its buffer."""
         self._flush()
         data = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data
         data = np.ascontiguousarray(data.reshape(-1).view(np.uint8))
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
         self._write_frames(data, offsets)
+
+    def finish(self) -> None:
+        """Write everything out and close the file, still under its temporary name `tmp`."""
+        if self.finished or self.closed:
+            return
+        try:
+            self._flush()
+            self._drain()
+            if self.compression:
+                self._sink.finish()
+            self._raw.close()
+            if self._index_file is not None:
+                self._index_file.close()
+        except BaseException:
+            self.abort()
+            raise
+        self.finished = True
+
+    def publish(self, path: PathLike | None = None) -> str:
+        """Finish if need be, then move the file (and its index) to `path`, by default the
+        path the writer was made for. Returns where the file is now."""
+        if self.closed:
+            raise ValueError(f"writer for {self.path} is closed")
+        self.finish()
+        self._stop_thread()
+        target = os.fspath(path) if path is not None else self.path
+        try:
+            os.replace(self.tmp, target)
+            if self.index_tmp is not None:
+                os.replace(self.index_tmp, index_path(target))
+        except BaseException:
+            self.abort()
+            raise
+        self.closed = True
+        self.path = target
+        return target
+
+    def close(self) -> None:
+        """Flush, then move the finished file into place."""
+        if not self.closed:
+            self.publish()
+
+    def abort(self) -> None:
+        """Drop everything written: wait for writes in flight, then delete the temporary
+        file (and index)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._pending.clear()
+        try:
+            for future, _ in self._inflight:
+                future.exception()  # wait, and drop the error: we are failing already
+            self._inflight.clear()
+            self._stop_thread()
+            for f in (self._raw, self._index_file):
+                if f is not None:
+                    with contextlib.suppress(OSError):
+                        f.close()
+        finally:
+            for p in (self.tmp, self.index_tmp):
+                if p is not None and os.path.exists(p):
+                    os.unlink(p)
+
+    # internals -------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self.closed or self.finished:
+            raise ValueError(f"writer for {self.path} is closed")
 
     def _flush(self) -> None:
         if not self._pending:
@@ -710,52 +953,42 @@ class RecordWriter:
         self._write_frames(data, offsets)
 
     def _write_frames(self, data: np.ndarray, offsets: np.ndarray) -> None:
+        """Frame the records into a free buffer and queue it for the background thread."""
         self._check_open()
         n = len(offsets) - 1
         if n <= 0:
             return
         size = int(offsets[-1] - offsets[0]) + 16 * n
-        out = np.empty(size, np.uint8)
-        framing.frame_payloads(data, offsets, out)
-        self._sink.write(out)
+        # Take back the buffers already written (raising their errors), waiting for the
+        # oldest when none is free.
+        while self._inflight and (not self._free or self._inflight[0][0].done()):
+            self._wait_one()
+        buf = self._free.pop()
+        if len(buf) < size:
+            buf = np.empty(size + size // 4, np.uint8)
+        framing.frame_payloads(data, offsets, buf[:size])
+        if self._index_file is not None:
+            frames = np.diff(offsets) + 16
+            starts = np.empty(n, np.int64)
+            starts[0] = self.position
+            np.cumsum(frames[:-1], out=starts[1:])
+            starts[1:] += self.position
+            self._index_file.write(encode.index_lines(starts, frames))
+        self._inflight.append((self._pool.submit(self._sink.write, buf[:size]), buf))
         self.records += n
+        self.position += size
 
-    def _check_open(self) -> None:
-        if self.closed:
-            raise ValueError(f"writer for {self.path} is closed")
+    def _stop_thread(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
-    def close(self) -> None:
-        """Flush, then move the finished file into place."""
-        if self.closed:
-            return
-        try:
-            self._flush()
-            if self.compression:
-                self._sink.finish()
-            self._raw.close()
-        except BaseException:
-            self.abort()
-            raise
-        self.closed = True
-        self._target.__exit__(None, None, None)
+    def _wait_one(self) -> None:
+        future, buf = self._inflight.popleft()
+        self._free.append(buf)
+        future.result()
 
-    def abort(self) -> None:
-        """Drop everything written: the temporary file is deleted."""
-        if self.closed:
-            return
-        self.closed = True
-        self._raw.close()
-        self._target.__exit__(RuntimeError, None, None)
-
-    def __enter__(self) -> RecordWriter:
-        return self
-
-    def __exit__(self, kind, value, traceback) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abort()
-
-    def __del__(self) -> None:
-        if not getattr(self, "closed", True):
-            self.abort()
+    def _drain(self) -> None:
+        """Wait until everything queued is written; raises the first write error."""
+        while self._inflight:
+            self._wait_one()

@@ -20,8 +20,9 @@ object ndarray of bytes         as a BytesColumn of the N * prod(shape) values, 
 plus a manifest (format, records, the spec, and each column's layout): ``tfrecnp.json`` in a
 .npy folder (beside ``spec.json``, the spec alone, for ``--spec``) and in a .npz, the root
 attribute ``tfrecnp`` in HDF5 and Zarr. Files: ``stem.npy`` in a folder; ``stem.npy``
-members of a .npz (stored, not compressed, so they memory-map); datasets chunked along
-records in HDF5 (h5py); arrays chunked along records in Zarr v3.
+members of a .npz (stored, not compressed, so they memory-map; the .npy files are written
+first and packed at the end, so a .npz needs twice its size on disk for a moment);
+datasets chunked along records in HDF5 (h5py); arrays chunked along records in Zarr v3.
 
 Outputs are built under a hidden temporary name beside the target and renamed onto it when
 complete; the manifest is written last. An exception removes the temporary output, so
@@ -35,7 +36,6 @@ import json
 import math
 import os
 import shutil
-import uuid
 import zipfile
 from collections.abc import Mapping
 from typing import Any
@@ -44,6 +44,7 @@ import numpy as np
 
 from .columns import BytesColumn, Column, Ragged
 from .errors import SchemaError, TFRecordError, format_count
+from .records import CloseOrAbort, hidden_sibling
 from .spec import spec_from_json, spec_to_json
 
 __all__ = [
@@ -116,6 +117,12 @@ def output_format(path: str | os.PathLike, format: str | None = None) -> str:
         return "npy"
     if ext in _EXTENSIONS:
         return _EXTENSIONS[ext]
+    if ext in (".tfrecord", ".tfrecords", ".tfr"):
+        raise ValueError(
+            f"{path} names a TFRecord file, but TFRecord sources convert to arrays: a .npy "
+            "folder (no extension), .npz, .h5 or .zarr; to copy records use `tfrecnp verify "
+            "--salvage OUT`, to write columns use tn.write"
+        )
     raise ValueError(
         f"cannot tell the output format of {path} from its extension {ext!r}; pass "
         f"format= one of {', '.join(FORMATS)} (or use .npz, .h5, .zarr, or a folder name)"
@@ -255,7 +262,7 @@ class _H5Leaf(_ChunkedLeaf):
 
     def _store(self, block: np.ndarray) -> None:
         if self.dataset is None:  # created at the first store: a small array gets a small chunk
-            rows = self.chunk_rows if len(block) == self.chunk_rows else max(1, len(block))
+            rows = min(self.chunk_rows, max(1, len(block)))
             self.dataset = self.file.create_dataset(
                 self.name,
                 shape=(0, *self.inner),
@@ -281,7 +288,7 @@ class _ZarrLeaf(_ChunkedLeaf):
 
     def _store(self, block: np.ndarray) -> None:
         if self.array is None:
-            rows = self.chunk_rows if len(block) == self.chunk_rows else max(1, len(block))
+            rows = min(self.chunk_rows, max(1, len(block)))
             self.array = self.group.create_array(
                 self.name, shape=(0, *self.inner), chunks=(rows, *self.chunks[1:]), dtype=self.dtype
             )
@@ -414,11 +421,6 @@ def _column_length(col: Any) -> int:
 # --- the sink --------------------------------------------------------------------------------
 
 
-def _hidden_sibling(path: str, tag: str) -> str:
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f".{name}.{tag}-{uuid.uuid4().hex[:8]}")
-
-
 def _remove(path: str) -> None:
     if os.path.isdir(path) and not os.path.islink(path):
         shutil.rmtree(path, ignore_errors=True)
@@ -427,7 +429,7 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
-class ArraySink:
+class ArraySink(CloseOrAbort):
     """Appends batches of columns to arrays on disk in one of FORMATS.
 
     The target appears only when `close()` completes; `abort()` (or an exception inside a
@@ -459,7 +461,7 @@ class ArraySink:
         self._leaves: list[_Leaf] = []
         self.records = 0
         self.closed = False
-        self.tmp = _hidden_sibling(self.path, "tmp")
+        self.tmp = hidden_sibling(self.path, "tmp")
         self._h5 = self._zarr = None
         try:
             self._open_target()
@@ -570,7 +572,7 @@ class ArraySink:
         if os.path.lexists(self.path):
             if not self.overwrite:
                 raise FileExistsError(f"{self.path} appeared while it was being written")
-            old = _hidden_sibling(self.path, "old")
+            old = hidden_sibling(self.path, "old")
             os.rename(self.path, old)
         os.rename(self.tmp, self.path)
         if old is not None:
@@ -590,19 +592,6 @@ class ArraySink:
         _remove(self.tmp)
         if self.format == "npz":
             _remove(self.tmp + ".d")
-
-    def __enter__(self) -> ArraySink:
-        return self
-
-    def __exit__(self, kind, value, traceback) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abort()
-
-    def __del__(self) -> None:
-        if not getattr(self, "closed", True):
-            self.abort()
 
 
 # --- loading ---------------------------------------------------------------------------------
@@ -750,7 +739,8 @@ def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
         if kind == "bytes":
             values, offsets = array(layout["values"]), array(layout["offsets"])
             if isinstance(values, np.ndarray):
-                col = BytesColumn(values, offsets)
+                checked = BytesColumn(values, offsets)  # validates offsets against the data
+                col = BytesColumn._trusted(values, checked.offsets)  # keeps the np.memmap
                 if layout.get("shape"):
                     return col.to_numpy().reshape(-1, *layout["shape"])
                 return col
@@ -762,7 +752,8 @@ def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
             if isinstance(splits, np.ndarray) and isinstance(
                 values, (np.ndarray, Ragged, BytesColumn)
             ):
-                return Ragged(values, splits)
+                checked = Ragged(values, splits)  # validates the splits against the values
+                return Ragged._trusted(values, checked.row_splits)  # keeps the np.memmap
             return LazyRagged(values, splits)
         raise _not_ours(path, f"unknown column kind {kind!r}")
 

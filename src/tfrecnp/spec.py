@@ -150,9 +150,22 @@ def _fmt_shape(shape: tuple[int, ...]) -> str:
 
 
 class Feature:
-    """Base of the feature specs. Subclasses say which wire kind they read."""
+    """Base of the feature specs. Subclasses say which wire kind they read.
+
+    A feature built on another one (tn.Image reads a bytes value, then decodes pixels)
+    returns that one from decode_as(); the decoder reads it and hands the column to
+    finish(), which returns this feature's column.
+    """
 
     type_name: ClassVar[str] = ""
+
+    def decode_as(self) -> Feature | None:
+        """The FixedLen / VarLen / Raw the decoder reads for this feature (None: itself)."""
+        return None
+
+    def finish(self, column: Any) -> Any:
+        """Turn the column read for decode_as() into this feature's column."""
+        return column
 
     def to_json(self) -> dict:
         raise NotImplementedError
@@ -217,6 +230,8 @@ class FixedLen(Feature):
             arr = raw.astype(self.dtype)
             if raw.dtype.kind in "biu" and not np.array_equal(arr, raw):
                 raise ValueError(f"default {default!r} does not fit in {self.dtype}")
+        if arr.size == 0 and math.prod(self.shape) == 0:
+            return np.empty(self.shape, arr.dtype)  # nothing to fill; [] in JSON
         try:
             return np.broadcast_to(arr, self.shape).copy()
         except ValueError:
@@ -382,6 +397,12 @@ class Sequence:
                 )
         if not self.context and not self.sequence:
             raise ValueError("Sequence spec has no features")
+        both = sorted(set(self.context) & set(self.sequence))
+        if both:
+            raise ValueError(
+                f"feature {both[0]!r} is both a context and a sequence feature; a batch has "
+                "one column per name, so read one of them under a Sequence of its own"
+            )
 
     def to_json(self) -> dict:
         return {

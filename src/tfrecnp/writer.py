@@ -2,9 +2,10 @@
 
 A column is anything with one entry per record along its first axis: np.ndarray,
 np.memmap, h5py.Dataset, zarr array, `Ragged`, `BytesColumn`, or a list of bytes / str /
-lists. Columns are read a slice of rows at a time (about 4 MiB), encoded by the compiled
-core in one call per slice, and framed by `RecordWriter`, so memory stays bounded by the
-slice, not the data. What each column becomes:
+lists. Columns are read a slice of rows at a time (about 2 MiB), encoded by the compiled
+core in one call per slice (GIL released), framed into a reused buffer and written by a
+background thread while the next slice is encoded; memory stays bounded by a few slices,
+never by the data. What each column becomes:
 
 =============================  ====================================  =========================
 column                         in each record                        read back with
@@ -34,7 +35,6 @@ from __future__ import annotations
 
 import math
 import os
-import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,21 +47,30 @@ from .columns import BytesColumn, Ragged
 from .compression import normalize_compression
 from .errors import SchemaError, TFRecordError, format_count
 from .progress import Progress
-from .records import INDEX_SUFFIX, RecordReader, RecordWriter, file_compression
+from .records import (
+    CloseOrAbort,
+    RecordReader,
+    RecordWriter,
+    check_index_option,
+    file_compression,
+)
+from .sinks import LazyBytes, LazyRagged
 from .spec import FixedLen, Raw, VarLen
 
 __all__ = ["WriteResult", "Writer", "convert", "write"]
 
-BATCH_BYTES = 4 << 20  # input bytes encoded per call of the core
+BATCH_BYTES = 2 << 20  # input bytes encoded per call of the core
 MAX_BATCH_ROWS = 1 << 17
 EXAMPLE_BUFFER = 1024  # write_example: records gathered before they are encoded together
 INT64_MAX = (1 << 63) - 1
 ENCODINGS = (None, "list", "raw")
+ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
 _BYTES_TYPES = (bytes, bytearray, memoryview, np.bytes_, str, np.str_)
 
 
 class WriteResult(tuple):
-    """What `write` returns: ``(paths, spec)``, plus ``.records`` and ``.bytes`` written."""
+    """What `write` returns: ``(paths, spec)``, plus ``.records`` written and ``.bytes``
+    (the files' size on disk)."""
 
     paths: list[str]
     spec: dict
@@ -176,30 +185,40 @@ def _unsupported(name: str, dtype: np.dtype) -> SchemaError:
     )
 
 
-def _check_uint64(name: str, values: np.ndarray, first_row: int, per_row: int) -> None:
+def _rows_of(first_row: int, per_row: int):
+    """Value index -> row number, for columns of per_row values per row."""
+    return lambda i: first_row + i // max(1, per_row)
+
+
+def _ragged_rows_of(first_row: int, splits: np.ndarray):
+    """Value index -> row number, for a block of Ragged rows with zero-based splits."""
+    return lambda i: first_row + int(np.searchsorted(splits, i, side="right")) - 1
+
+
+def _check_uint64(name: str, values: np.ndarray, row_of) -> None:
     if values.dtype.kind == "u" and values.dtype.itemsize == 8 and values.size:
         big = values.reshape(-1) > INT64_MAX
         if big.any():
             i = int(np.argmax(big))
             value = int(values.reshape(-1)[i])
             raise SchemaError(
-                f"feature {name!r} row {first_row + i // max(1, per_row)}: uint64 value "
+                f"feature {name!r} row {row_of(i)}: uint64 value "
                 f"{value} does not fit int64_list (largest {INT64_MAX}); pass "
                 f"encoding={{{name!r}: 'raw'}} (read back with tn.Raw('uint64')) or store "
                 "it as int64 bits with .view('int64')"
             )
 
 
-def _numeric(name: str, values: np.ndarray, first_row: int, per_row: int) -> tuple[int, Any]:
+def _numeric(name: str, values: np.ndarray, row_of) -> tuple[int, Any]:
     """(encoder kind, contiguous float32 / int64 values) of a numeric block."""
     if values.dtype.kind == "f":
         with np.errstate(over="ignore"):  # float64 beyond float32's range -> inf, as TF
             return encode.FLOAT, np.ascontiguousarray(values, dtype="<f4").reshape(-1)
-    _check_uint64(name, values, first_row, per_row)
+    _check_uint64(name, values, row_of)
     return encode.INT64, np.ascontiguousarray(values, dtype="<i8").reshape(-1)
 
 
-def _bytes_block(name: str, values: np.ndarray, first_row: int, per_row: int):
+def _bytes_block(name: str, values: np.ndarray, row_of):
     """(data uint8, offsets int64) of an S / U / object / StringDType block, values in
     row-major order."""
     kind = values.dtype.kind
@@ -230,9 +249,9 @@ def _bytes_block(name: str, values: np.ndarray, first_row: int, per_row: int):
             v = v.encode("utf-8")
         elif not isinstance(v, (bytes, bytearray, memoryview)):
             raise SchemaError(
-                f"feature {name!r} row {first_row + i // max(1, per_row)} holds a "
-                f"{type(v).__name__}; object columns must hold bytes or str (for lists of "
-                "numbers pass tn.Ragged(values, row_splits))"
+                f"feature {name!r} row {row_of(i)} holds {type(v).__name__} value {v!r:.40}; "
+                "object columns must hold bytes or str (for lists of numbers pass "
+                "tn.Ragged(values, row_splits))"
             )
         out.append(v)
     lengths = np.fromiter(map(len, out), np.int64, len(out))
@@ -285,9 +304,9 @@ class _ArrayColumn(_Column):
                 return (self.key, encode.BYTES, data, np.zeros(m + 1, np.int64), 0, None, 1)
             return (self.key, encode.BYTES, data, None, stride, None, 1)
         if self.desc.dtype == "bytes":
-            data, offsets = _bytes_block(self.name, block, a, self.size)
+            data, offsets = _bytes_block(self.name, block, _rows_of(a, self.size))
             return (self.key, encode.BYTES, data, offsets, 0, None, self.size)
-        kind, values = _numeric(self.name, block, a, self.size)
+        kind, values = _numeric(self.name, block, _rows_of(a, self.size))
         return (self.key, kind, values, None, 0, None, self.size)
 
 
@@ -319,7 +338,7 @@ class _RaggedColumn(_Column):
                 "cannot hold; flatten the inner rows (or use a uniform inner shape)"
             )
         total = int(self.splits[-1]) if len(self.splits) else 0
-        if isinstance(values, BytesColumn):
+        if isinstance(values, (BytesColumn, LazyBytes)):
             self.mode, self.inner = "bytes", ()
             self.desc = _Desc("varlen", "bytes", ())
             nbytes = int(values.offsets[-1])
@@ -353,16 +372,17 @@ class _RaggedColumn(_Column):
         v0, v1 = int(splits[0]), int(splits[-1])
         splits = splits - v0
         values = self.col.values
-        if isinstance(values, BytesColumn):
+        if isinstance(values, (BytesColumn, LazyBytes)):
             part = values[v0:v1]
             return (self.key, encode.BYTES, part.data, part.offsets, 0, splits, 0)
         block = np.asarray(values[v0:v1])
         if self.mode == "bytes":
-            data, offsets = _bytes_block(self.name, block, a, 1)
+            data, offsets = _bytes_block(self.name, block, _ragged_rows_of(a, splits))
             return (self.key, encode.BYTES, data, offsets, 0, splits, 0)
         size = math.prod(self.inner)
-        kind, flat = _numeric(self.name, block, v0, 1)
-        return (self.key, kind, flat, None, 0, splits * size if size != 1 else splits, 0)
+        scaled = splits * size if size != 1 else splits
+        kind, flat = _numeric(self.name, block, _ragged_rows_of(a, scaled))
+        return (self.key, kind, flat, None, 0, scaled, 0)
 
     def release(self, a: int, b: int) -> None:
         if self._release_values is not None:
@@ -380,10 +400,12 @@ def _column(name: Any, col: Any, raw: bool) -> _Column:
                 "written as a variable-length list (read back with tn.VarLen)"
             )
         return _RaggedColumn(name, col)
-    if isinstance(col, BytesColumn):
+    if isinstance(col, (BytesColumn, LazyBytes)):
         if raw:
             raise SchemaError(f"feature {name!r} holds bytes; encoding='raw' applies to numbers")
         return _BytesValues(name, col)
+    if isinstance(col, LazyRagged):  # HDF5 / Zarr output of Dataset.save, read in slices
+        return _column(name, Ragged(col.values, np.asarray(col.row_splits)), raw)
     if isinstance(col, (list, tuple)):
         col = _from_rows(name, col)
         if isinstance(col, Ragged):
@@ -495,54 +517,7 @@ def shard_name(path: str, shard: int, shards: int) -> str:
     return f"{root}-{shard:0{width}d}-of-{shards:0{width}d}{ext}"
 
 
-class _Shard:
-    """One output file being written under a hidden temporary name."""
-
-    def __init__(self, final_dir: str, base: str, number: int, compression, index: bool):
-        token = uuid.uuid4().hex[:8]
-        self.tmp = os.path.join(final_dir, f".{base}.part{number}-{token}")
-        self.writer = RecordWriter(self.tmp, compression)
-        self.index_tmp = self.tmp + INDEX_SUFFIX if index else None
-        self._index_file = open(self.index_tmp, "wb") if index else None  # noqa: SIM115
-        self.records = 0
-        self.position = 0  # bytes of frames written (uncompressed stream)
-        self.checksum = 0  # crc32c of all payloads, for verify
-
-    def write(self, data: np.ndarray, offsets: np.ndarray, checksum: bool) -> None:
-        n = len(offsets) - 1
-        if n <= 0:
-            return
-        self.writer.write_batch(data, offsets)
-        lengths = np.diff(offsets)
-        if self._index_file is not None:
-            frames = lengths + 16
-            starts = np.empty(n, np.int64)
-            starts[0] = self.position
-            np.cumsum(frames[:-1], out=starts[1:])
-            starts[1:] += self.position
-            self._index_file.write(encode.index_lines(starts, frames))
-        if checksum:
-            self.checksum = framing.crc32c(
-                data[offsets[0] : offsets[-1]].reshape(-1), self.checksum
-            )
-        self.records += n
-        self.position += int(offsets[-1] - offsets[0]) + 16 * n
-
-    def close(self) -> None:
-        self.writer.close()
-        if self._index_file is not None:
-            self._index_file.close()
-
-    def discard(self) -> None:
-        self.writer.abort()
-        if self._index_file is not None:
-            self._index_file.close()
-        for p in (self.tmp, self.index_tmp):
-            if p and os.path.exists(p):
-                os.unlink(p)
-
-
-class Writer:
+class Writer(CloseOrAbort):
     """Streams batches of columns (or single examples) into TFRecord files of
     tf.train.Example.
 
@@ -574,11 +549,7 @@ class Writer:
             not isinstance(records_per_shard, (int, np.integer)) or records_per_shard < 1
         ):
             raise ValueError(f"records_per_shard must be a positive int, not {records_per_shard!r}")
-        if index and self.compression:
-            raise ValueError(
-                f"index=True needs uncompressed output: byte offsets in a {self.compression} "
-                "file do not point at records; drop compression or the index"
-            )
+        check_index_option(index, self.compression)
         if isinstance(encoding, Mapping):
             for k, v in encoding.items():
                 _check_encoding(v, f"encoding[{k!r}]")
@@ -593,7 +564,9 @@ class Writer:
         self.paths: list[str] = []
         self._descs: dict[str, _Desc] = {}
         self._order: list[str] | None = None
-        self._shards: list[_Shard] = []
+        self._shards: list[RecordWriter] = []  # all finished but the last, none published
+        self._checksums: list[int] = []  # crc32c of each shard's payloads, when verifying
+        self._payloads = np.empty(0, np.uint8)  # the encoder's output, reused per batch
         self._pending: list[dict] = []
         self._dir = os.path.dirname(os.path.abspath(self.path))
         self._base = os.path.basename(self.path)
@@ -636,8 +609,7 @@ class Writer:
             self._flush_examples()
             if not self._shards:
                 self._open_shard()
-            for shard in self._shards:
-                shard.close()
+            self._shards[-1].finish()
             self._progress.close()
             if self.verify:
                 self._verify()
@@ -654,20 +626,7 @@ class Writer:
         self.closed = True
         self._progress.close()
         for shard in self._shards:
-            shard.discard()
-
-    def __enter__(self) -> Writer:
-        return self
-
-    def __exit__(self, kind, value, traceback) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abort()
-
-    def __del__(self) -> None:
-        if not getattr(self, "closed", True):
-            self.abort()
+            shard.abort()
 
     # internals -------------------------------------------------------------------------
 
@@ -716,7 +675,11 @@ class Writer:
             room = self.records_per_shard - shard.records if self.records_per_shard else n - a
             b = min(n, a + step, a + room)
             data, offsets = self._encode(cols, a, b)
-            shard.write(data, offsets, self.verify)
+            if self.verify:
+                self._checksums[-1] = framing.crc32c(
+                    data[offsets[0] : offsets[-1]], self._checksums[-1]
+                )
+            shard.write_batch(data, offsets)
             self.records += b - a
             self.bytes += int(offsets[-1]) + 16 * (b - a)
             for c in cols:
@@ -727,12 +690,15 @@ class Writer:
     def _encode(self, cols: list[_Column], a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         feats = [c.feature(a, b) for c in cols]
         try:
-            return encode.encode_examples(feats, b - a)
+            data, offsets = encode.encode_examples(feats, b - a, out=self._payloads)
         except encode.EncodeError as e:
             name = cols[e.feature].name
             raise SchemaError(f"feature {name!r} row {a + e.row}: {e.reason}") from None
+        if data.base is None:  # a larger batch than before: keep its buffer for the next
+            self._payloads = data
+        return data, offsets
 
-    def _current_shard(self) -> _Shard:
+    def _current_shard(self) -> RecordWriter:
         if not self._shards or (
             self.records_per_shard and self._shards[-1].records >= self.records_per_shard
         ):
@@ -740,11 +706,12 @@ class Writer:
         return self._shards[-1]
 
     def _open_shard(self) -> None:
-        if self._shards:
-            self._shards[-1].close()
-        self._shards.append(
-            _Shard(self._dir, self._base, len(self._shards), self.compression, self.index)
-        )
+        previous = self._shards[-1] if self._shards else None
+        if previous is not None:
+            previous.finish()
+        path = os.path.join(self._dir, self._base)  # its final name is known at close
+        self._shards.append(RecordWriter(path, self.compression, index=self.index, reuse=previous))
+        self._checksums.append(0)
 
     def _final_names(self) -> list[str]:
         if self.records_per_shard is None:
@@ -753,30 +720,29 @@ class Writer:
 
     def _publish(self) -> None:
         names = self._final_names()
-        for shard, name in zip(self._shards, names, strict=True):
-            os.replace(shard.tmp, name)
-            if shard.index_tmp:
-                os.replace(shard.index_tmp, name + INDEX_SUFFIX)
-        self.paths = names
+        self.paths = [s.publish(n) for s, n in zip(self._shards, names, strict=True)]
 
     def _verify(self) -> None:
         """Re-read every shard: record count and payload checksum must match what was
         written; then the values, decoded with `spec`, must equal the inputs when known."""
-        for shard in self._shards:
+        for k, (shard, wrote) in enumerate(zip(self._shards, self._checksums, strict=True)):
             reader = RecordReader(shard.tmp, compression=self.compression)
             count, checksum = 0, 0
             for batch in reader.batches(8192):
                 count += len(batch)
                 checksum = framing.crc32c(batch.data, checksum)
-            if count != shard.records or checksum != shard.checksum:
+            if count != shard.records or checksum != wrote:
                 raise TFRecordError(
-                    f"verify failed for {self.path}: shard {self._shards.index(shard)} reads "
-                    f"back {format_count(count)} records (wrote {format_count(shard.records)})"
-                    + ("" if checksum == shard.checksum else " with different bytes")
+                    f"verify failed for {self.path}: shard {k} reads back {format_count(count)} "
+                    f"records (wrote {format_count(shard.records)})"
+                    + ("" if checksum == wrote else " with different bytes")
                     + "; nothing was kept"
                 )
+        paths = [s.tmp for s in self._shards]
         for cols, n in self._expected:
-            _compare_values([s.tmp for s in self._shards], self.spec, cols, n, self.compression)
+            _compare_values(paths, self.spec, cols, n, self.compression)
+        if not self._expected and self.records:
+            _decode_all(paths, self.spec, self.compression)
 
 
 # --- verify: decode what was written and compare with the inputs ---------------------------
@@ -787,10 +753,8 @@ def _compare_values(
 ) -> None:
     """Decode the files with spec and check every value against the encoder's view of the
     input columns (the float32 / int64 / bytes the records were made of)."""
-    try:
-        from .decode import Decoder  # imported when verifying only
-    except ImportError:  # no decoder in this build: count and checksum were checked
-        return
+    from .decode import Decoder  # imported when verifying only
+
     decoder = Decoder(spec)
     row_bytes = sum(c.row_bytes for c in cols) + 16
     step = int(min(MAX_BATCH_ROWS, max(1, BATCH_BYTES // max(1.0, row_bytes))))
@@ -811,6 +775,21 @@ def _compare_values(
         raise TFRecordError(f"verify failed: read back {a} records, wrote {n}")
 
 
+def _decode_all(paths: list[str], spec: dict, compression: str | None) -> None:
+    """Decode every record with spec (a streaming Writer keeps no inputs to compare)."""
+    from .decode import Decoder  # imported when verifying only
+
+    decoder = Decoder(spec)
+    try:
+        for batch in RecordReader(paths, compression=compression).batches(4096):
+            decoder.decode(batch)
+    except TFRecordError as e:
+        raise TFRecordError(
+            f"verify failed: the records do not decode with the spec written ({e}); "
+            "nothing was kept"
+        ) from e
+
+
 def _mismatch(feature: tuple, column: Any, desc: _Desc) -> str:
     """'' when a decoded column holds what the encoder was given, else what differs."""
     _, kind, data, voff, vstride, splits, _ = feature
@@ -828,7 +807,7 @@ def _mismatch(feature: tuple, column: Any, desc: _Desc) -> str:
         if isinstance(column, BytesColumn):
             got_data, got_off = column.data, column.offsets
         else:
-            got_data, got_off = _bytes_block("", np.asarray(column, dtype=object), 0, 1)
+            got_data, got_off = _bytes_block("", np.asarray(column, dtype=object), _rows_of(0, 1))
         want_off = voff if voff is not None else np.arange(len(got_off)) * vstride
         lengths_same = np.array_equal(np.diff(got_off), np.diff(want_off))
         if not lengths_same:
@@ -888,7 +867,8 @@ def write(
         writer.abort()
         raise
     writer.close()
-    return WriteResult(writer.paths, writer.spec, writer.records, writer.bytes)
+    size = sum(os.path.getsize(p) for p in writer.paths)
+    return WriteResult(writer.paths, writer.spec, writer.records, size)
 
 
 def convert(
@@ -911,6 +891,11 @@ def convert(
     in slices, so files larger than memory stream through. Options as for `write`.
     """
     src = os.fspath(src)
+    if os.fspath(dst).endswith(ARRAY_SUFFIXES):
+        raise ValueError(
+            f"{dst}: array files convert to TFRecord files (give a .tfrecord path); "
+            "array-to-array conversion is not supported: use h5py / zarr / NumPy directly"
+        )
     fmt = array_format(src)
     if fmt is None:
         if os.path.isfile(src) and _is_tfrecord(src):

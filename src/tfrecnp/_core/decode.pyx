@@ -24,7 +24,12 @@ the GIL and without a Python object per record:
    totals say how large each output must be.
 2. `fill` copies the values into the preallocated outputs: fixed features straight to
    their row, variable ones at running positions that start from per-chunk bases, so
-   disjoint chunks fill in parallel threads. Packed float lists are one memcpy.
+   disjoint chunks fill in parallel threads. When the scan found a feature's values in
+   one packed block (the usual case) fill goes straight to it: a packed float list is
+   one memcpy, a packed int64 list is decoded eight bytes at a time (with BMI2's pext
+   where it is fast), a Raw value is one memcpy.
+
+`survey` lists every feature of every record without a plan, for schema inference.
 
 Protobuf rules kept: packed and unpacked lists; merged repeated fields (a list split over
 several tags, several Features messages) concatenate; a oneof member replaced by another
@@ -38,9 +43,11 @@ is checked against the bytes that remain before it is used.
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcpy, memset
 
 import sys
+
+import numpy as np
 
 if sys.byteorder != "little":  # float lists are copied as little-endian bytes
     raise ImportError("tfrecnp's decoder needs a little-endian CPU")
@@ -122,6 +129,8 @@ cdef enum:
     R_NBYTES = 3      # bytes of bytes values (all steps)
     R_STEPS = 4
     R_BAD_STEP = 5    # first step breaking the plan, or -1
+    R_BLOCK = 4       # context features: the values' one packed block (or bytes value),
+    R_BLOCK_END = 5   # or -1 when they are spread over several fields
     R_BAD_VALUE = 6   # what that step held (count, bytes or kind)
     R_KIND = 7        # kind | bad-step code << 8
     NFIELDS = 8
@@ -174,6 +183,8 @@ SCHEMA_CODES = {
     S_STEP_RAW_COUNT: "step_raw_count", S_STEP_RAW_SIZE: "step_raw_size",
 }
 ROW_FIELDS = NFIELDS
+ROW_COUNT, ROW_NBYTES, ROW_STEPS, ROW_BAD_STEP, ROW_BAD_VALUE, ROW_KIND = (
+    R_COUNT, R_NBYTES, R_STEPS, R_BAD_STEP, R_BAD_VALUE, R_KIND)
 SURVEY_FIELDS = VFIELDS
 
 cdef uint64_t TAG_MAX = 0xFFFFFFFF
@@ -207,8 +218,14 @@ cdef struct PlanC:
     bint sequence
 
 
+cdef enum:
+    GUESSES = 32  # map entries per record whose feature is predicted from the last record
+
+
 cdef struct Ctx:
+    int guess[2][GUESSES]  # feature at each entry position of the previous record, or -1
     const uint8_t *base   # start of the record
+    const uint8_t *limit  # end of the batch's buffer: words may be read up to here
     int code
     int where
     int feature
@@ -222,8 +239,11 @@ cdef struct FScan:
     const uint8_t *run
     int64_t count
     int64_t nbytes
-    const uint8_t *first
+    const uint8_t *first      # first bytes value
     int64_t first_len
+    const uint8_t *block      # first packed block of numbers
+    const uint8_t *block_end
+    int pieces                # packed blocks + single values seen
 
 
 cdef struct Out:
@@ -328,31 +348,261 @@ cdef inline const uint8_t *skip(Ctx *c, const uint8_t *at, const uint8_t *p,
     return fail(c, at, M_WIRE_TYPE, where, <int64_t>field, wt)
 
 
+cdef extern from *:
+    """
+    /* Bit tricks for varints, in C because Cython cannot spell 64-bit literals in nogil
+       code. m below is always a "terminator mask": bit 8k+7 set where byte k of a word
+       is below 0x80, i.e. ends a varint. */
+    #include <stdint.h>
+    #include <string.h>
+    #define TFRECNP_HIGH 0x8080808080808080ULL
+    #define TFRECNP_LOW7 0x7F7F7F7F7F7F7F7FULL
+    static inline uint64_t tfrecnp_load64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+    #if defined(__GNUC__) || defined(__clang__)
+    static inline int tfrecnp_ctz(uint64_t x) { return __builtin_ctzll(x); }
+    static inline int tfrecnp_clz(uint64_t x) { return __builtin_clzll(x); }
+    #else
+    static inline int tfrecnp_ctz(uint64_t x) { int n = 0; while (!(x & 1)) { x >>= 1; n++; } return n; }
+    static inline int tfrecnp_clz(uint64_t x) { int n = 0; while (!(x >> 63)) { x <<= 1; n++; } return n; }
+    #endif
+    /* 8 varint bytes, continuation bits cleared -> their 56 payload bits, in order */
+    static inline uint64_t tfrecnp_squeeze(uint64_t w) {
+        w = ((w & 0x7F007F007F007F00ULL) >> 1) | (w & 0x007F007F007F007FULL);
+        w = ((w & 0x3FFF00003FFF0000ULL) >> 2) | (w & 0x00003FFF00003FFFULL);
+        return ((w & 0x0FFFFFFF00000000ULL) >> 4) | (w & 0x000000000FFFFFFFULL);
+    }
+    /* how many bits m has (m holds bits only at 7, 15, ... 63) */
+    static inline int tfrecnp_count_high(uint64_t m) {
+        return (int)(((m >> 7) * 0x0101010101010101ULL) >> 56);
+    }
+    /* Decodes a packed block of varints that the scan validated (each <= 10 bytes, the
+       block ending at a varint's end) into out[0..cap). Eight bytes at a time: every
+       varint ending inside the word is cut out with masks, so the loop carries one
+       dependency per word instead of one per varint. Returns the count, or -1 when the
+       block holds more than cap values. */
+    static int64_t tfrecnp_decode_varints(const uint8_t *p, const uint8_t *end,
+                                          int64_t *out, int64_t cap) {
+        int64_t n = 0;
+        while (p < end) {
+            if (end - p >= 8 && cap - n >= 8) {
+                uint64_t w = tfrecnp_load64(p);
+                uint64_t m = ~w & TFRECNP_HIGH;
+                if (m) {
+                    uint64_t v = w & TFRECNP_LOW7;
+                    int shift = 0;
+                    p += 8 - (tfrecnp_clz(m) >> 3);
+                    do {
+                        uint64_t upto = ((m & (0 - m)) << 1) - 1;
+                        out[n++] = (int64_t)tfrecnp_squeeze((v & upto) >> shift);
+                        shift = tfrecnp_ctz(m) + 1;
+                        m &= m - 1;
+                    } while (m);
+                    continue;
+                }
+            }
+            {   /* one varint, a byte at a time (long ones, the block's tail) */
+                uint64_t r = 0;
+                int s = 0;
+                uint8_t b;
+                if (n >= cap) return -1;
+                do {
+                    b = *p++;
+                    r |= (uint64_t)(b & 0x7F) << s;
+                    s += 7;
+                } while ((b & 0x80) && p < end && s < 64);
+                out[n++] = (int64_t)r;
+            }
+        }
+        return n;
+    }
+
+    /* The same with BMI2's pext, which squeezes the 7-bit groups of a varint in one
+       instruction, and four varint ends cut per word without a branch when the word holds
+       at most four (random lengths make the per-varint loop mispredict). Used where pext
+       is fast: Intel, and AMD from Zen 3 (family 0x19) on; Zen 1/2 microcode it. */
+    #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    #include <cpuid.h>
+    #include <immintrin.h>
+    static int tfrecnp_fast_pext(void) {
+        unsigned int a, b, c, d, vendor;
+        if (!__get_cpuid(0, &a, &vendor, &c, &d) || a < 7) return 0;
+        __cpuid_count(7, 0, a, b, c, d);
+        if (!(b & (1u << 3)) || !(b & (1u << 8))) return 0;   /* BMI1, BMI2 */
+        if (vendor == 0x68747541u) {                            /* "Auth"enticAMD */
+            __get_cpuid(1, &a, &b, &c, &d);
+            if (((a >> 8) & 0xF) + ((a >> 20) & 0xFF) < 0x19) return 0;
+        }
+        return 1;
+    }
+    __attribute__((target("bmi,bmi2")))
+    static int64_t tfrecnp_decode_varints_pext(const uint8_t *p, const uint8_t *end,
+                                               int64_t *out, int64_t cap) {
+        int64_t n = 0;
+        while (p < end) {
+            if (end - p >= 8 && cap - n >= 8) {
+                uint64_t w = tfrecnp_load64(p);
+                uint64_t m = ~w & TFRECNP_HIGH;
+                if (m) {
+                    int count = tfrecnp_count_high(m);
+                    p += 8 - (tfrecnp_clz(m) >> 3);
+                    if (count <= 4) {
+                        /* u_k: bits up to the k-th end; a missing end gives all ones,
+                           whose garbage lands past out[n + count) and is overwritten */
+                        uint64_t m1 = m & (m - 1), m2 = m1 & (m1 - 1), m3 = m2 & (m2 - 1);
+                        uint64_t u0 = ((m & (0 - m)) << 1) - 1;
+                        uint64_t u1 = ((m1 & (0 - m1)) << 1) - 1;
+                        uint64_t u2 = ((m2 & (0 - m2)) << 1) - 1;
+                        uint64_t u3 = ((m3 & (0 - m3)) << 1) - 1;
+                        out[n] = (int64_t)_pext_u64(w, u0 & TFRECNP_LOW7);
+                        out[n + 1] = (int64_t)_pext_u64(w, u1 & ~u0 & TFRECNP_LOW7);
+                        out[n + 2] = (int64_t)_pext_u64(w, u2 & ~u1 & TFRECNP_LOW7);
+                        out[n + 3] = (int64_t)_pext_u64(w, u3 & ~u2 & TFRECNP_LOW7);
+                        n += count;
+                    } else {
+                        uint64_t prev = 0;
+                        do {
+                            uint64_t upto = ((m & (0 - m)) << 1) - 1;
+                            out[n++] = (int64_t)_pext_u64(w, upto & ~prev & TFRECNP_LOW7);
+                            prev = upto;
+                            m &= m - 1;
+                        } while (m);
+                    }
+                    continue;
+                }
+            }
+            {
+                uint64_t r = 0;
+                int s = 0;
+                uint8_t b;
+                if (n >= cap) return -1;
+                do {
+                    b = *p++;
+                    r |= (uint64_t)(b & 0x7F) << s;
+                    s += 7;
+                } while ((b & 0x80) && p < end && s < 64);
+                out[n++] = (int64_t)r;
+            }
+        }
+        return n;
+    }
+    #else
+    static int tfrecnp_fast_pext(void) { return 0; }
+    static int64_t tfrecnp_decode_varints_pext(const uint8_t *p, const uint8_t *end,
+                                               int64_t *out, int64_t cap) {
+        return tfrecnp_decode_varints(p, end, out, cap);
+    }
+    #endif
+    """
+    uint64_t TFRECNP_HIGH
+    uint64_t TFRECNP_LOW7
+    uint64_t tfrecnp_load64(const uint8_t *p) noexcept nogil
+    int tfrecnp_ctz(uint64_t x) noexcept nogil
+    int tfrecnp_clz(uint64_t x) noexcept nogil
+    uint64_t tfrecnp_squeeze(uint64_t w) noexcept nogil
+    int tfrecnp_count_high(uint64_t m) noexcept nogil
+    int64_t tfrecnp_decode_varints(const uint8_t *p, const uint8_t *end, int64_t *out,
+                                   int64_t cap) noexcept nogil
+    int64_t tfrecnp_decode_varints_pext(const uint8_t *p, const uint8_t *end, int64_t *out,
+                                        int64_t cap) noexcept nogil
+    int tfrecnp_fast_pext() noexcept nogil
+
+
+cdef uint8_t EMPTY[1]  # what an empty buffer points at
+cdef uint64_t HIGH_BITS = TFRECNP_HIGH
+cdef uint64_t LOW7_BITS = TFRECNP_LOW7
+cdef bint use_pext = tfrecnp_fast_pext() != 0
+
+
+cdef inline int64_t decode_varints(const uint8_t *p, const uint8_t *end, int64_t *out,
+                                   int64_t cap) noexcept nogil:
+    if use_pext:
+        return tfrecnp_decode_varints_pext(p, end, out, cap)
+    return tfrecnp_decode_varints(p, end, out, cap)
+
+
+def has_fast_pext() -> bool:
+    """Whether packed int64 lists decode with BMI2's pext on this CPU."""
+    return use_pext
+
+
+def decode_packed_varints(const uint8_t[::1] block, *, pext=None):
+    """The int64 values of one valid packed varint block (for tests: pext=True / False
+    forces one implementation)."""
+    cdef Py_ssize_t size = block.shape[0]
+    cdef bint fast = use_pext if pext is None else bool(pext)
+    if fast and not use_pext and pext:
+        raise RuntimeError("this CPU has no fast pext")
+    out = np.empty(size + 8, np.int64)
+    cdef int64_t[::1] o = out
+    cdef const uint8_t *p = &block[0] if size else NULL
+    cdef int64_t n
+    with nogil:
+        if fast:
+            n = tfrecnp_decode_varints_pext(p, p + size, &o[0], size + 8)
+        else:
+            n = tfrecnp_decode_varints(p, p + size, &o[0], size + 8)
+    return out[:n]
+
+
 cdef inline const uint8_t *count_varints(Ctx *c, const uint8_t *p, const uint8_t *end,
                                          int64_t *count) noexcept nogil:
-    """Counts the varints of a packed block, checking each (<= 10 bytes, inside the block)."""
-    cdef int64_t n = 0
-    cdef int run
-    cdef const uint8_t *start
+    """Counts the varints of a packed block, checking each (<= 10 bytes, inside the block).
+
+    Eight bytes at a time: a byte below 0x80 ends a varint, so the count is the number of
+    clear high bits; `run` carries the continuation bytes since the last end across words.
+    """
+    cdef int64_t n = 0, rem
+    cdef int run = 0, lead
+    cdef uint64_t m
+    cdef const uint8_t *start = p
+    while end - p >= 8:
+        m = ~tfrecnp_load64(p) & HIGH_BITS
+        if m == 0:
+            run += 8
+            if run >= 10:
+                break
+        else:
+            lead = tfrecnp_ctz(m) >> 3
+            if run + lead >= 10:
+                break
+            run = tfrecnp_clz(m) >> 3
+            n += tfrecnp_count_high(m)
+        p += 8
+    if p < end and run < 10 and c.limit - p >= 8:
+        # the last 1..7 bytes: one word read past the block (still inside the batch's
+        # buffer), the bytes beyond the block masked off
+        rem = end - p
+        m = ~tfrecnp_load64(p) & HIGH_BITS & ((<uint64_t>1 << (8 * rem)) - 1)
+        if m == 0:
+            run += rem
+        elif run + (tfrecnp_ctz(m) >> 3) >= 10:
+            run = 10
+        else:
+            run = rem - 1 - ((63 - tfrecnp_clz(m)) >> 3)
+            n += tfrecnp_count_high(m)
+        p = end
     while p < end:
         if p[0] < 0x80:
-            p += 1
             n += 1
-            continue
-        start = p
-        run = 0
-        while p < end and p[0] >= 0x80:
-            p += 1
+            run = 0
+        else:
             run += 1
             if run >= 10:
-                count[0] += n
-                return fail(c, start, M_VARINT_LONG, W_INT64_LIST, 0, 0)
-        if p >= end:
-            count[0] += n
-            return fail(c, start, M_PACKED_VARINT, W_INT64_LIST, 0, 0)
+                break
         p += 1
-        n += 1
     count[0] += n
+    if run >= 10:
+        # find the first overlong varint, bytewise, for the error's offset
+        p = start
+        while p < end:
+            start = p
+            while p < end and p[0] >= 0x80 and p - start < 10:
+                p += 1
+            if p - start >= 10:
+                return fail(c, start, M_VARINT_LONG, W_INT64_LIST, 0, 0)
+            p += 1
+    if run:
+        return fail(c, end - run, M_PACKED_VARINT, W_INT64_LIST, 0, 0)
     return p
 
 
@@ -386,6 +636,7 @@ cdef const uint8_t *scan_list(Ctx *c, int kind, const uint8_t *p, const uint8_t 
                 fs.first_len = q - p
             fs.count += 1
             fs.nbytes += q - p
+            fs.pieces += 1
             p = q
         elif kind == KIND_FLOAT:
             if wt == 2:
@@ -395,11 +646,15 @@ cdef const uint8_t *scan_list(Ctx *c, int kind, const uint8_t *p, const uint8_t 
                 if (q - p) & 3:
                     return fail(c, at, M_FLOAT_PACKED, where, q - p, 0)
                 fs.count += (q - p) >> 2
+                if fs.pieces == 0:
+                    fs.block, fs.block_end = p, q
+                fs.pieces += 1
                 p = q
             elif wt == 5:
                 if end - p < 4:
                     return fail(c, p, M_FIXED_TRUNC, where, 4, end - p)
                 fs.count += 1
+                fs.pieces += 2  # not a single block
                 p += 4
             else:
                 return fail(c, at, M_WRONG_WIRE, where, 1, wt)
@@ -410,12 +665,16 @@ cdef const uint8_t *scan_list(Ctx *c, int kind, const uint8_t *p, const uint8_t 
                     return NULL
                 if count_varints(c, p, q, &fs.count) == NULL:
                     return NULL
+                if fs.pieces == 0:
+                    fs.block, fs.block_end = p, q
+                fs.pieces += 1
                 p = q
             elif wt == 0:
                 p = varint(c, p, end, &v, where)
                 if p == NULL:
                     return NULL
                 fs.count += 1
+                fs.pieces += 2  # not a single block
             else:
                 return fail(c, at, M_WRONG_WIRE, where, 1, wt)
     return p
@@ -435,6 +694,7 @@ cdef const uint8_t *scan_feature(Ctx *c, const uint8_t *p, const uint8_t *end,
     fs.nbytes = 0
     fs.first = NULL
     fs.first_len = 0
+    fs.pieces = 0
     while p < end:
         at = p
         p = tag(c, p, end, &field, &wt, W_FEATURE)
@@ -453,6 +713,7 @@ cdef const uint8_t *scan_feature(Ctx *c, const uint8_t *p, const uint8_t *end,
                 fs.nbytes = 0
                 fs.first = NULL
                 fs.first_len = 0
+                fs.pieces = 0
             if scan_list(c, fs.kind, p, q, fs) == NULL:
                 return NULL
             p = q
@@ -518,10 +779,35 @@ cdef inline int lookup(const PlanC *pl, int section, const uint8_t *k,
         f = pl.slots[i]
         if f < 0:
             return -1
-        if (pl.feats[f].section == section and pl.key_off[f + 1] - pl.key_off[f] == n
-                and memcmp(pl.keys + pl.key_off[f], k, n) == 0):
+        if pl.feats[f].section == section and is_key(pl, f, k, n):
             return f
         i = (i + 1) & pl.mask
+
+
+cdef inline bint is_key(const PlanC *pl, int f, const uint8_t *k, int64_t n) noexcept nogil:
+    cdef const uint8_t *name = pl.keys + pl.key_off[f]
+    cdef int64_t i
+    if pl.key_off[f + 1] - pl.key_off[f] != n:
+        return False
+    for i in range(n):  # feature names are short: a loop beats a call to memcmp
+        if name[i] != k[i]:
+            return False
+    return True
+
+
+cdef inline int find_feature(const PlanC *pl, Ctx *c, int section, int entry,
+                             const uint8_t *k, int64_t n) noexcept nogil:
+    """The spec feature named k, or -1. Records of a dataset list their features in one
+    order, so the feature the previous record had at this position is tried first."""
+    cdef int f
+    if entry < GUESSES:
+        f = c.guess[section][entry]
+        if f >= 0 and is_key(pl, f, k, n):
+            return f
+    f = lookup(pl, section, k, n)
+    if entry < GUESSES:
+        c.guess[section][entry] = f
+    return f
 
 
 # --- pass 1: scan --------------------------------------------------------------------
@@ -610,6 +896,7 @@ cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
     cdef const uint8_t *val_end
     cdef int64_t key_len
     cdef int64_t *row
+    cdef int entry = 0
     cdef FScan fs
     while p < end:
         at = p
@@ -629,7 +916,8 @@ cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
         if map_entry(c, p, q, ewhere, &key, &key_len, &val, &val_end) == NULL:
             return NULL
         p = q
-        f = lookup(pl, section, key, key_len)
+        f = find_feature(pl, c, section, entry, key, key_len)
+        entry += 1
         if f < 0:
             continue
         row = rows + f * NFIELDS
@@ -643,6 +931,7 @@ cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
             if val == NULL:
                 fs.kind = 0
                 fs.count = fs.nbytes = 0
+                fs.pieces = 0
                 fs.run = q
                 val_end = q
             elif scan_feature(c, val, val_end, &fs) == NULL:
@@ -652,6 +941,14 @@ cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
             row[R_COUNT] = fs.count
             row[R_NBYTES] = fs.nbytes
             row[R_KIND] = fs.kind
+            row[R_BLOCK] = -1
+            if fs.pieces == 1:
+                if fs.kind == KIND_BYTES:
+                    row[R_BLOCK] = fs.first - c.base
+                    row[R_BLOCK_END] = fs.first - c.base + fs.first_len
+                else:
+                    row[R_BLOCK] = fs.block - c.base
+                    row[R_BLOCK_END] = fs.block_end - c.base
         c.feature = -1
     return p
 
@@ -708,7 +1005,8 @@ cdef int check_record(const PlanC *pl, int64_t *rows, int64_t *totals,
             return code
         tot[0] += row[R_COUNT]
         tot[1] += row[R_NBYTES]
-        tot[2] += row[R_STEPS]
+        if fp.section == 1:
+            tot[2] += row[R_STEPS]
     return 0
 
 
@@ -718,9 +1016,11 @@ cdef int scan_record(const PlanC *pl, Ctx *c, const uint8_t *p, const uint8_t *e
     cdef int wt, f
     cdef const uint8_t *at
     cdef const uint8_t *q
-    for f in range(pl.nfeat):
-        memset(rows + f * NFIELDS, 0, NFIELDS * sizeof(int64_t))
-        rows[f * NFIELDS + R_BAD_STEP] = -1
+    for f in range(pl.nfeat):  # a context row is read only once its kind is set
+        rows[f * NFIELDS + R_KIND] = 0
+        if pl.feats[f].section == 1:
+            memset(rows + f * NFIELDS, 0, NFIELDS * sizeof(int64_t))
+            rows[f * NFIELDS + R_BAD_STEP] = -1
     while p < end:
         at = p
         p = tag(c, p, end, &field, &wt, W_EXAMPLE)
@@ -834,7 +1134,7 @@ def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
     feature in `last_error`; (SCHEMA, record, feature, code); (BAD_OFFSETS, ...)."""
     cdef Py_ssize_t size = data.shape[0], r
     cdef int nfeat = plan.c.nfeat, bad_feature = -1, code = 0, status = ST_OK
-    cdef const uint8_t *base = &data[0] if size else NULL
+    cdef const uint8_t *base = &data[0] if size else EMPTY  # never NULL + offset
     cdef Ctx c
     cdef int64_t record = -1
     if hi > lo and (offsets.shape[0] < hi + 1 or table.shape[0] < hi
@@ -846,6 +1146,8 @@ def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
     cdef int64_t *rows = &table[0, 0, 0]
     cdef int64_t *tot = &totals[0, 0] if nfeat else NULL
     c.a = c.b = 0
+    c.limit = base + size
+    memset(c.guess, 0xFF, sizeof(c.guess))
     with nogil:
         if not offsets_ok(&offsets[0], lo, hi, size):
             status = ST_BAD_OFFSETS
@@ -883,8 +1185,6 @@ cdef const uint8_t *emit(Ctx *c, int kind, const uint8_t *p, const uint8_t *end,
     cdef const uint8_t *at
     cdef const uint8_t *q
     cdef const uint8_t *s
-    cdef const uint8_t *t
-    cdef int shift
     cdef float *fout
     cdef int64_t *iout
     while p < end:
@@ -942,19 +1242,11 @@ cdef const uint8_t *emit(Ctx *c, int kind, const uint8_t *p, const uint8_t *end,
                 p = delimited(c, p, q, &s, W_FEATURE)
                 if p == NULL:
                     return NULL
-                n = min(stop, o.vcap)
-                while p < s:
-                    if o.vpos >= n:
-                        return NULL
-                    if p[0] < 0x80:
-                        iout[o.vpos] = p[0]
-                        p += 1
-                    else:
-                        p = varint(c, p, s, &v, W_FEATURE)
-                        if p == NULL:
-                            return NULL
-                        iout[o.vpos] = <int64_t>v
-                    o.vpos += 1
+                n = decode_varints(p, s, iout + o.vpos, min(stop, o.vcap) - o.vpos)
+                if n < 0:
+                    return NULL
+                o.vpos += n
+                p = s
             else:
                 p = delimited(c, p, q, &s, W_FEATURE)
                 if p == NULL:
@@ -1035,11 +1327,49 @@ cdef bint fill_steps(Ctx *c, const FeatPlan *fp, const uint8_t *p, const uint8_t
     return True
 
 
-cdef bint fill_record(const PlanC *pl, Ctx *c, const uint8_t *rec, int64_t *rows,
+cdef bint put(Ctx *c, int kind, const uint8_t *rec, const int64_t *row, Out *o,
+             int64_t limit) noexcept nogil:
+    """Copies a context feature's values into o: straight from its one packed block (or
+    bytes value) when the scan found one, else by walking its list fields."""
+    cdef const uint8_t *p
+    cdef const uint8_t *q
+    cdef int64_t n
+    if row[R_BLOCK] < 0:
+        return emit(c, kind, rec + row[R_START], rec + row[R_END], o, limit) != NULL
+    p = rec + row[R_BLOCK]
+    q = rec + row[R_BLOCK_END]
+    if kind == KIND_FLOAT:
+        n = (q - p) >> 2
+        if n > limit or o.vpos + n > o.vcap:
+            return False
+        memcpy((<float *>o.values) + o.vpos, p, n * 4)
+        o.vpos += n
+    elif kind == KIND_INT64:
+        n = decode_varints(p, q, (<int64_t *>o.values) + o.vpos, min(limit, o.vcap - o.vpos))
+        if n < 0:
+            return False
+        o.vpos += n
+    else:
+        n = q - p
+        if o.offsets == NULL:  # Raw: the bytes themselves
+            if n > limit or o.bpos + n > o.vcap:
+                return False
+        elif limit < 1 or o.vpos + 1 >= o.ocap or o.bpos + n > o.vcap:
+            return False
+        if n:
+            memcpy(o.values + o.bpos, p, n)
+        o.bpos += n
+        if o.offsets != NULL:
+            o.vpos += 1
+            o.offsets[o.vpos] = o.bpos
+    return True
+
+
+cdef bint fill_record(const PlanC *pl, Ctx *c, const uint8_t *rec, const int64_t *rows,
                       int64_t r, Out *outs) noexcept nogil:
     cdef int f, kind
     cdef const FeatPlan *fp
-    cdef int64_t *row
+    cdef const int64_t *row
     cdef Out *o
     cdef int64_t itemsize
     for f in range(pl.nfeat):
@@ -1059,27 +1389,24 @@ cdef bint fill_record(const PlanC *pl, Ctx *c, const uint8_t *rec, int64_t *rows
             if kind == 0:
                 if not emit_default(pl, fp, o, itemsize):
                     return False
-            elif emit(c, kind, rec + row[R_START], rec + row[R_END], o, fp.count) == NULL:
+            elif not put(c, kind, rec, row, o, fp.count):
                 return False
         elif fp.op == OP_DENSE_BYTES:
             if kind == 0:
                 if not emit_default(pl, fp, o, 1):
                     return False
-            elif emit(c, kind, rec + row[R_START], rec + row[R_END], o, fp.count) == NULL:
+            elif not put(c, kind, rec, row, o, fp.count):
                 return False
         elif fp.op == OP_VAR or fp.op == OP_VAR_BYTES:
-            if kind != 0 and emit(c, kind, rec + row[R_START], rec + row[R_END], o,
-                                  row[R_COUNT]) == NULL:
+            if kind != 0 and not put(c, kind, rec, row, o, row[R_COUNT]):
                 return False
             o.splits[r + 1] = o.vpos // fp.divisor
         elif fp.op == OP_RAW or fp.op == OP_RAW_ANY:
             o.bpos = r * (fp.raw_bytes if fp.op == OP_RAW else o.raw_bytes)
-            if emit(c, kind, rec + row[R_START], rec + row[R_END], o,
-                    fp.raw_bytes if fp.op == OP_RAW else o.raw_bytes) == NULL:
+            if not put(c, kind, rec, row, o, fp.raw_bytes if fp.op == OP_RAW else o.raw_bytes):
                 return False
         elif fp.op == OP_RAW_VAR:
-            if emit(c, kind, rec + row[R_START], rec + row[R_END], o,
-                    row[R_NBYTES]) == NULL:
+            if not put(c, kind, rec, row, o, row[R_NBYTES]):
                 return False
             o.splits[r + 1] = o.bpos // fp.divisor
     return True
@@ -1102,7 +1429,7 @@ def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
     chunk starts. Returns OK, or INCONSISTENT if the data changed since the scan."""
     cdef int nfeat = plan.c.nfeat, f
     cdef Py_ssize_t r, size = data.shape[0]
-    cdef const uint8_t *base = &data[0] if size else NULL
+    cdef const uint8_t *base = &data[0] if size else EMPTY  # never NULL + offset
     cdef Out *o
     cdef Ctx c
     cdef bint ok = True
@@ -1113,6 +1440,7 @@ def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
         return ST_OK
     if offsets.shape[0] < hi + 1 or table.shape[0] < hi:
         raise ValueError("fill: arrays do not match the record range")
+    c.limit = base + size
     cdef Out *o_all = <Out *>malloc(nfeat * sizeof(Out))
     if o_all == NULL:
         raise MemoryError()
@@ -1268,13 +1596,14 @@ def survey(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
     Returns (status, next record, entries, detail); FULL when out filled up before
     record `next record` (whose entries are not listed)."""
     cdef Py_ssize_t size = data.shape[0], r, n = 0, kept = 0
-    cdef const uint8_t *base = &data[0] if size else NULL
+    cdef const uint8_t *base = &data[0] if size else EMPTY  # never NULL + offset
     cdef const uint8_t *p
     cdef const uint8_t *end
     cdef const uint8_t *q
     cdef const uint8_t *at
     cdef uint64_t field
     cdef int wt, status = ST_OK
+    cdef bint bad = False
     cdef Ctx c
     cdef Py_ssize_t cap = out.shape[0]
     cdef int64_t *o = &out[0, 0] if cap else NULL
@@ -1282,6 +1611,7 @@ def survey(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
         raise ValueError("survey: arrays do not match")
     if hi <= lo:
         return ST_OK, hi, 0, None
+    c.limit = base + size
     with nogil:
         if not offsets_ok(&offsets[0], lo, hi, size):
             status = ST_BAD_OFFSETS
@@ -1292,27 +1622,30 @@ def survey(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
             c.code = 0
             c.feature = -1
             kept = n
+            bad = False
             while p < end:
                 at = p
                 p = tag(&c, p, end, &field, &wt, W_EXAMPLE)
                 if p == NULL:
+                    bad = True
                     break
                 if field == 1 or field == 2:
                     if wt != 2:
-                        p = fail(&c, at, M_WRONG_WIRE, W_EXAMPLE, <int64_t>field, wt)
+                        fail(&c, at, M_WRONG_WIRE, W_EXAMPLE, <int64_t>field, wt)
+                        bad = True
                         break
                     p = delimited(&c, p, end, &q, W_EXAMPLE)
-                    if p == NULL:
-                        break
-                    if survey_map(&c, p, q, <int>field - 1, r, base, o, cap, &n) == NULL:
-                        p = NULL
+                    if p == NULL or survey_map(&c, p, q, <int>field - 1, r, base, o, cap,
+                                               &n) == NULL:
+                        bad = True
                         break
                     p = q
                 else:
                     p = skip(&c, at, p, end, field, wt, W_EXAMPLE)
                     if p == NULL:
+                        bad = True
                         break
-            if p == NULL:
+            if bad:
                 n = kept
                 status = ST_FULL if c.code == -1 else ST_MALFORMED
                 break

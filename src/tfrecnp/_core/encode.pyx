@@ -434,17 +434,22 @@ cdef class Batch:
             raise ValueError(f"rows {start}..{stop} outside 0..{self.n}")
 
 
-def encode_examples(list features, Py_ssize_t n):
+def encode_examples(list features, Py_ssize_t n, out=None):
     """Encode n Examples from feature buffers (see `Batch`) in one call.
 
     Returns (data, offsets): record i is data[offsets[i]:offsets[i + 1]], ready for
-    RecordWriter.write_batch.
+    RecordWriter.write_batch. With `out` (a uint8 array) large enough, data is a view of
+    its start, so a caller can reuse one buffer for every batch; otherwise data is new.
     """
     batch = Batch(features, n)
     batch.measure(0, n)
-    out = np.empty(batch.finish(), np.uint8)
-    batch.fill(out, 0, n)
-    return out, batch.offsets
+    size = batch.finish()
+    if out is not None and out.dtype == np.uint8 and out.ndim == 1 and out.shape[0] >= size:
+        data = out[:size]
+    else:
+        data = np.empty(size, np.uint8)
+    batch.fill(data, 0, n)
+    return data, batch.offsets
 
 
 cdef inline int decimal_size(uint64_t v) noexcept nogil:

@@ -36,6 +36,71 @@ cdef extern from *:
         return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
     }
 
+    /* gather_frames: walk frames and copy their payloads in one pass (see its docstring).
+       Status codes as in the Cython enum; WALK_OUT_FULL: the next payload does not fit. */
+    #define TFRECNP_WALK_LIMIT 0
+    #define TFRECNP_WALK_NEED_MORE 1
+    #define TFRECNP_WALK_BAD_LENGTH_CRC 2
+    #define TFRECNP_WALK_OUT_FULL 4
+    typedef uint32_t (*tfrecnp_crc_fn)(uint32_t crc, const uint8_t *p, size_t n);
+    typedef struct {
+        const uint8_t *buf; int64_t pos, end;   /* frames are read from buf[pos:end] */
+        int64_t want, n;                        /* records wanted, records taken */
+        uint8_t *out; int64_t o, room;          /* payloads go to out[o:room] */
+        int64_t *offsets;                       /* offsets[k + 1]: end of record k in out */
+        int status, have_length;
+        int stream;                             /* non-temporal stores for aligned words */
+        uint64_t length;                        /* NEED_MORE / OUT_FULL: the frame's length */
+        int64_t bad, bad_pos;                   /* first payload CRC failure, its frame start */
+    } tfrecnp_walk;
+    static inline uint32_t tfrecnp_masked(uint32_t c) {
+        return ((c >> 15) | (c << 17)) + 0xA282EAD8u;
+    }
+    static inline void tfrecnp_walk_check(tfrecnp_walk *g, int64_t i, uint32_t crc,
+                                          const uint8_t *end) {
+        uint32_t stored;
+        memcpy(&stored, end, 4);  /* the payload CRC follows the payload */
+        if (tfrecnp_masked(crc) != stored && (g->bad < 0 || i < g->bad)) {
+            g->bad = i;
+            g->bad_pos = (end - g->buf) - (g->offsets[i + 1] - g->offsets[i]) - 12;
+        }
+    }
+    /* Checks the frame at g->pos and reserves its place in out: returns its payload and
+       destination and advances, or returns NULL with g->status set. */
+    static inline const uint8_t *tfrecnp_walk_take(tfrecnp_walk *g, uint32_t header_crc,
+                                                   uint8_t **dst, uint64_t *length) {
+        int64_t pos = g->pos, left = g->end - pos;
+        const uint8_t *h = g->buf + pos;
+        uint64_t len;
+        uint32_t stored;
+        if (g->n >= g->want) { g->status = TFRECNP_WALK_LIMIT; return NULL; }
+        if (left < 12) { g->status = TFRECNP_WALK_NEED_MORE; return NULL; }
+        memcpy(&len, h, 8);
+        memcpy(&stored, h + 8, 4);
+        if (tfrecnp_masked(header_crc) != stored) { g->status = TFRECNP_WALK_BAD_LENGTH_CRC; return NULL; }
+        g->length = len; g->have_length = 1;
+        if (left < 16 || len > (uint64_t)(left - 16)) { g->status = TFRECNP_WALK_NEED_MORE; return NULL; }
+        if (len > (uint64_t)(g->room - g->o)) { g->status = TFRECNP_WALK_OUT_FULL; return NULL; }
+        g->have_length = 0;
+        *dst = g->out + g->o;
+        *length = len;
+        g->o += (int64_t)len;
+        g->offsets[++g->n] = g->o;
+        g->pos = pos + 16 + (int64_t)len;
+        return h + 12;
+    }
+    static void tfrecnp_walk_sw(tfrecnp_walk *g, tfrecnp_crc_fn crc, int check) {
+        for (;;) {
+            uint8_t *q;
+            uint64_t len;
+            const uint8_t *h = g->buf + g->pos;
+            uint32_t hc = g->end - g->pos >= 12 ? ~crc(0xFFFFFFFFu, h, 8) : 0;
+            const uint8_t *p = tfrecnp_walk_take(g, hc, &q, &len);
+            if (p == NULL) return;
+            memcpy(q, p, len);
+            if (check) tfrecnp_walk_check(g, g->n - 1, ~crc(0xFFFFFFFFu, p, len), p + len);
+        }
+    }
     #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     #include <cpuid.h>
     #include <nmmintrin.h>
@@ -80,75 +145,202 @@ cdef extern from *:
     /* Copy payloads and check their CRCs in one pass, three records at a time: each lane
        is one record's independent crc32 stream, so short records keep the instruction
        busy too. A lane that finishes takes the next record. Returns the index of the
-       first record whose stored masked CRC differs, or -1; every record is copied. */
-    static inline uint32_t tfrecnp_masked(uint32_t c) {
-        return ((c >> 15) | (c << 17)) + 0xA282EAD8u;
+       first record whose stored masked CRC differs, or -1; every record is copied.
+
+       Branches the CPU cannot predict cost more than the crc work on records of a few
+       hundred bytes, so a record's odd r = length % 8 bytes go first, in one crc32 of an
+       8-byte load ending at byte r whose (8 - r) leading bytes (header bytes, the payload
+       always follows its 12-byte header) are masked to zero: starting that from
+       tfrecnp_head_init[r], the register that (8 - r) zero bytes turn into 0xFFFFFFFF,
+       gives the CRC of those r bytes. Then every record is whole words, and the lane to
+       refill is picked by index rather than by branches. */
+    static uint32_t tfrecnp_head_init[8];
+    /* t0 is the byte table of the reflected polynomial; one zero byte maps v to
+       (v >> 8) ^ t0[v & 0xff], and the top byte of t0[b] names b, so it inverts. */
+    static void tfrecnp_init_head(const uint32_t *t0) {
+        for (int r = 0; r < 8; r++) {
+            uint32_t u = 0xFFFFFFFFu;
+            for (int z = 0; z < 8 - r; z++) {
+                int b = 0;
+                while ((t0[b] >> 24) != (u >> 24)) b++;
+                u = ((u ^ t0[b]) << 8) | (uint32_t)b;
+            }
+            tfrecnp_head_init[r] = u;
+        }
     }
-    /* Finish lane K's last r < 8 bytes, check its CRC, then give it record `next`. */
-    #define TFRECNP_LANE_END(K)                                                      \
-        do {                                                                         \
-            uint32_t w4, stored; uint16_t w2;                                        \
-            memcpy(d##K, s##K, r##K);                                                \
-            if (r##K & 4) { memcpy(&w4, s##K, 4); c##K = _mm_crc32_u32((uint32_t)c##K, w4); s##K += 4; } \
-            if (r##K & 2) { memcpy(&w2, s##K, 2); c##K = _mm_crc32_u16((uint32_t)c##K, w2); s##K += 2; } \
-            if (r##K & 1) { c##K = _mm_crc32_u8((uint32_t)c##K, *s##K); s##K += 1; } \
-            memcpy(&stored, s##K, 4);  /* the payload CRC follows the payload */    \
-            if (tfrecnp_masked(~(uint32_t)c##K) != stored && (bad < 0 || i##K < bad)) bad = i##K; \
-            if (next == n) { live = K; goto drain; }                                 \
-            s##K = src + starts[next] + 12; d##K = dst + (offsets[next] - base);     \
-            r##K = (size_t)lengths[next]; c##K = 0xFFFFFFFFu; i##K = next++;         \
-        } while (0)
+    typedef struct {
+        const uint8_t *src; const int64_t *starts, *lengths, *offsets; uint8_t *dst;
+        int64_t n, next, base, bad;
+    } tfrecnp_gather_job;
+    static inline void tfrecnp_check(tfrecnp_gather_job *g, int64_t i, uint32_t crc, const uint8_t *at) {
+        uint32_t stored;
+        memcpy(&stored, at, 4);  /* the payload CRC follows the payload */
+        if (tfrecnp_masked(crc) != stored && (g->bad < 0 || i < g->bad)) g->bad = i;
+    }
+    /* Give the lane the next record of 8 bytes or more (shorter ones are done here).
+       Returns 0 when the records ran out. */
+    __attribute__((target("sse4.2")))
+    static inline int tfrecnp_lane_start(tfrecnp_gather_job *g, const uint8_t **s, uint8_t **d,
+                                         size_t *w, uint64_t *c, int64_t *idx) {
+        while (g->next < g->n) {
+            int64_t i = g->next++;
+            const uint8_t *p = g->src + g->starts[i] + 12;
+            uint8_t *q = g->dst + (g->offsets[i] - g->base);
+            size_t len = (size_t)g->lengths[i], r = len & 7;
+            uint64_t head;
+            if (len < 8) {
+                memcpy(q, p, len);
+                tfrecnp_check(g, i, ~tfrecnp_crc_hw(0xFFFFFFFFu, p, len), p + len);
+                continue;
+            }
+            memcpy(&head, p + r - 8, 8);
+            head &= r ? ~(uint64_t)0 << (8 * (8 - r)) : 0;
+            *c = _mm_crc32_u64(tfrecnp_head_init[r], head);
+            memcpy(&head, p, 8);
+            memcpy(q, &head, 8);  /* covers the r odd bytes; words rewrite the rest alike */
+            *s = p + r; *d = q + r; *w = len >> 3; *idx = i;
+            return 1;
+        }
+        return 0;
+    }
     __attribute__((target("sse4.2")))
     static int64_t tfrecnp_gather_hw(const uint8_t *src, const int64_t *starts,
                                      const int64_t *lengths, int64_t n, uint8_t *dst,
                                      const int64_t *offsets, int64_t base) {
-        const uint8_t *s0, *s1, *s2, *sl[3];
-        uint8_t *d0, *d1, *d2, *dl[3];
-        size_t r0, r1, r2, rl[3], m, j;
-        uint64_t c0, c1, c2, cl[3], a, b, d;
-        int64_t i0, i1, i2, il[3], next = 0, bad = -1;
-        int live = -1, k;
-        uint32_t stored;
-        if (n < 3) {
-            for (next = 0; next < n; next++) {
-                const uint8_t *p = src + starts[next] + 12;
-                size_t len = (size_t)lengths[next];
-                memcpy(dst + (offsets[next] - base), p, len);
-                memcpy(&stored, p + len, 4);
-                if (tfrecnp_masked(~tfrecnp_crc_hw(0xFFFFFFFFu, p, len)) != stored) return next;
+        tfrecnp_gather_job g = {src, starts, lengths, offsets, dst, n, 0, base, -1};
+        const uint8_t *s[3];
+        uint8_t *d[3];
+        size_t w[3], m, j;
+        uint64_t c[3], a0, a1, a2;
+        int64_t idx[3];
+        int k, live = 0;
+        while (live < 3 && tfrecnp_lane_start(&g, &s[live], &d[live], &w[live], &c[live], &idx[live]))
+            live++;
+        while (live == 3) {
+            const uint8_t *s0 = s[0], *s1 = s[1], *s2 = s[2];
+            uint8_t *d0 = d[0], *d1 = d[1], *d2 = d[2];
+            uint64_t c0 = c[0], c1 = c[1], c2 = c[2];
+            k = w[0] <= w[1] ? (w[0] <= w[2] ? 0 : 2) : (w[1] <= w[2] ? 1 : 2);
+            m = w[k];
+            for (j = 0; j < 8 * m; j += 8) {
+                memcpy(&a0, s0 + j, 8); memcpy(&a1, s1 + j, 8); memcpy(&a2, s2 + j, 8);
+                c0 = _mm_crc32_u64(c0, a0); c1 = _mm_crc32_u64(c1, a1); c2 = _mm_crc32_u64(c2, a2);
+                memcpy(d0 + j, &a0, 8); memcpy(d1 + j, &a1, 8); memcpy(d2 + j, &a2, 8);
             }
-            return -1;
+            s[0] = s0 + 8 * m; s[1] = s1 + 8 * m; s[2] = s2 + 8 * m;
+            d[0] = d0 + 8 * m; d[1] = d1 + 8 * m; d[2] = d2 + 8 * m;
+            c[0] = c0; c[1] = c1; c[2] = c2;
+            w[0] -= m; w[1] -= m; w[2] -= m;
+            tfrecnp_check(&g, idx[k], ~(uint32_t)c[k], s[k]);  /* lane k is done */
+            if (!tfrecnp_lane_start(&g, &s[k], &d[k], &w[k], &c[k], &idx[k])) {
+                s[k] = s[2]; d[k] = d[2]; w[k] = w[2]; c[k] = c[2]; idx[k] = idx[2];
+                live = 2;
+            }
         }
-        #define TFRECNP_LANE_START(K)                                                \
-            s##K = src + starts[next] + 12; d##K = dst + (offsets[next] - base);     \
-            r##K = (size_t)lengths[next]; c##K = 0xFFFFFFFFu; i##K = next++;
-        TFRECNP_LANE_START(0) TFRECNP_LANE_START(1) TFRECNP_LANE_START(2)
+        for (k = 0; k < live; k++) {  /* records ran out: finish the lanes one by one */
+            memcpy(d[k], s[k], 8 * w[k]);
+            c[k] = tfrecnp_crc_hw((uint32_t)c[k], s[k], 8 * w[k]);
+            tfrecnp_check(&g, idx[k], ~(uint32_t)c[k], s[k] + 8 * w[k]);
+        }
+        return g.bad;
+    }
+    /* The next frame into a lane (payloads under 8 bytes are finished here): returns 0
+       when the walk stops. Prefetches the header after it, whose address is now known. */
+    __attribute__((target("sse4.2")))
+    static inline int tfrecnp_walk_lane(tfrecnp_walk *g, const uint8_t **s, uint8_t **d,
+                                        uint64_t *w, uint64_t *c, int64_t *idx) {
         for (;;) {
-            m = r0 < r1 ? r0 : r1;
-            m = (m < r2 ? m : r2) / 8;
-            for (j = 0; j < m; j++) {
-                memcpy(&a, s0, 8); memcpy(&b, s1, 8); memcpy(&d, s2, 8);
-                c0 = _mm_crc32_u64(c0, a); c1 = _mm_crc32_u64(c1, b); c2 = _mm_crc32_u64(c2, d);
-                memcpy(d0, &a, 8); memcpy(d1, &b, 8); memcpy(d2, &d, 8);
-                s0 += 8; s1 += 8; s2 += 8; d0 += 8; d1 += 8; d2 += 8;
+            uint8_t *q;
+            uint64_t len, head, hw = 0;
+            size_t r;
+            if (g->end - g->pos >= 12) memcpy(&hw, g->buf + g->pos, 8);
+            const uint8_t *p = tfrecnp_walk_take(g, ~(uint32_t)_mm_crc32_u64(0xFFFFFFFFu, hw), &q, &len);
+            if (p == NULL) return 0;
+            __builtin_prefetch(g->buf + g->pos);
+            if (len < 8) {
+                memcpy(q, p, len);
+                tfrecnp_walk_check(g, g->n - 1, ~tfrecnp_crc_hw(0xFFFFFFFFu, p, len), p + len);
+                continue;
             }
-            r0 -= 8 * m; r1 -= 8 * m; r2 -= 8 * m;
-            if (r0 < 8) TFRECNP_LANE_END(0);
-            if (r1 < 8) TFRECNP_LANE_END(1);
-            if (r2 < 8) TFRECNP_LANE_END(2);
+            r = len & 7;
+            memcpy(&head, p + r - 8, 8);
+            head &= r ? ~(uint64_t)0 << (8 * (8 - r)) : 0;
+            *c = _mm_crc32_u64(tfrecnp_head_init[r], head);
+            memcpy(&head, p, 8);
+            memcpy(q, &head, 8);
+            *s = p + r; *d = q + r; *w = len >> 3; *idx = g->n - 1;
+            return 1;
         }
-    drain:  /* records ran out: lane `live` is done, the other two finish one by one */
-        sl[0] = s0; sl[1] = s1; sl[2] = s2; dl[0] = d0; dl[1] = d1; dl[2] = d2;
-        rl[0] = r0; rl[1] = r1; rl[2] = r2; cl[0] = c0; cl[1] = c1; cl[2] = c2;
-        il[0] = i0; il[1] = i1; il[2] = i2;
-        for (k = 0; k < 3; k++) {
-            if (k == live) continue;
-            memcpy(dl[k], sl[k], rl[k]);
-            cl[k] = tfrecnp_crc_hw((uint32_t)cl[k], sl[k], rl[k]);
-            memcpy(&stored, sl[k] + rl[k], 4);
-            if (tfrecnp_masked(~(uint32_t)cl[k]) != stored && (bad < 0 || il[k] < bad)) bad = il[k];
+    }
+    __attribute__((target("sse4.2")))
+    static inline void tfrecnp_walk_finish(tfrecnp_walk *g, const uint8_t *s, uint8_t *d,
+                                           uint64_t w, uint64_t c, int64_t idx) {
+        memcpy(d, s, 8 * w);
+        c = tfrecnp_crc_hw((uint32_t)c, s, 8 * w);
+        tfrecnp_walk_check(g, idx, ~(uint32_t)c, s + 8 * w);
+    }
+    /* Swap lanes A and B when COND, without a branch (the CPU could not predict it). */
+    #define TFRECNP_SWAP_IF(COND, A, B)                                              \
+        do {                                                                         \
+            uint64_t m_ = -(uint64_t)(COND), t_;                                     \
+            t_ = ((uintptr_t)s##A ^ (uintptr_t)s##B) & m_;                           \
+            s##A = (const uint8_t *)((uintptr_t)s##A ^ t_);                          \
+            s##B = (const uint8_t *)((uintptr_t)s##B ^ t_);                          \
+            t_ = ((uintptr_t)d##A ^ (uintptr_t)d##B) & m_;                           \
+            d##A = (uint8_t *)((uintptr_t)d##A ^ t_);                                \
+            d##B = (uint8_t *)((uintptr_t)d##B ^ t_);                                \
+            t_ = (w##A ^ w##B) & m_; w##A ^= t_; w##B ^= t_;                         \
+            t_ = (c##A ^ c##B) & m_; c##A ^= t_; c##B ^= t_;                         \
+            t_ = ((uint64_t)i##A ^ (uint64_t)i##B) & m_;                             \
+            i##A = (int64_t)((uint64_t)i##A ^ t_); i##B = (int64_t)((uint64_t)i##B ^ t_); \
+        } while (0)
+    __attribute__((target("sse4.2")))
+    static void tfrecnp_walk_hw(tfrecnp_walk *g) {
+        const uint8_t *s0, *s1, *s2;
+        uint8_t *d0, *d1, *d2;
+        uint64_t w0, w1, w2, c0, c1, c2, a0, a1, a2, m, j;
+        int64_t i0, i1, i2;
+        if (!tfrecnp_walk_lane(g, &s0, &d0, &w0, &c0, &i0)) return;
+        if (!tfrecnp_walk_lane(g, &s1, &d1, &w1, &c1, &i1)) {
+            tfrecnp_walk_finish(g, s0, d0, w0, c0, i0);
+            return;
         }
-        return bad;
+        if (!tfrecnp_walk_lane(g, &s2, &d2, &w2, &c2, &i2)) {
+            tfrecnp_walk_finish(g, s0, d0, w0, c0, i0);
+            tfrecnp_walk_finish(g, s1, d1, w1, c1, i1);
+            return;
+        }
+        for (;;) {
+            TFRECNP_SWAP_IF(w1 < w0, 0, 1);  /* lane 0: the record that ends first */
+            TFRECNP_SWAP_IF(w2 < w0, 0, 2);
+            m = 8 * w0;
+            if (g->stream && !(((uintptr_t)d0 | (uintptr_t)d1 | (uintptr_t)d2) & 7)) {
+                /* A batch larger than the caches: write around them, saving the read of
+                   each destination line that an ordinary store would cost. */
+                for (j = 0; j < m; j += 8) {
+                    memcpy(&a0, s0 + j, 8); memcpy(&a1, s1 + j, 8); memcpy(&a2, s2 + j, 8);
+                    c0 = _mm_crc32_u64(c0, a0); c1 = _mm_crc32_u64(c1, a1); c2 = _mm_crc32_u64(c2, a2);
+                    _mm_stream_si64((long long *)(d0 + j), (long long)a0);
+                    _mm_stream_si64((long long *)(d1 + j), (long long)a1);
+                    _mm_stream_si64((long long *)(d2 + j), (long long)a2);
+                }
+            } else {
+                for (j = 0; j < m; j += 8) {
+                    memcpy(&a0, s0 + j, 8); memcpy(&a1, s1 + j, 8); memcpy(&a2, s2 + j, 8);
+                    c0 = _mm_crc32_u64(c0, a0); c1 = _mm_crc32_u64(c1, a1); c2 = _mm_crc32_u64(c2, a2);
+                    memcpy(d0 + j, &a0, 8); memcpy(d1 + j, &a1, 8); memcpy(d2 + j, &a2, 8);
+                }
+            }
+            s0 += m; s1 += m; s2 += m; d0 += m; d1 += m; d2 += m;
+            w1 -= w0; w2 -= w0;
+            tfrecnp_walk_check(g, i0, ~(uint32_t)c0, s0);
+            if (!tfrecnp_walk_lane(g, &s0, &d0, &w0, &c0, &i0)) {
+                tfrecnp_walk_finish(g, s1, d1, w1, c1, i1);
+                tfrecnp_walk_finish(g, s2, d2, w2, c2, i2);
+                if (g->stream) _mm_sfence();  /* order them before anything that follows */
+                return;
+            }
+        }
     }
     #else
     static int tfrecnp_cpu_has_sse42(void) { return 0; }
@@ -157,6 +349,8 @@ cdef extern from *:
                                      const int64_t *lengths, int64_t n, uint8_t *dst,
                                      const int64_t *offsets, int64_t base) { return -1; }
     static uint32_t tfrecnp_crc8_hw(const uint8_t *p) { return 0; }
+    static void tfrecnp_init_head(const uint32_t *t0) { }
+    static void tfrecnp_walk_hw(tfrecnp_walk *g) { }
     #endif
     """
     int TFRECNP_LONG
@@ -166,6 +360,20 @@ cdef extern from *:
     int tfrecnp_cpu_has_sse42() noexcept nogil
     uint32_t tfrecnp_crc_hw(uint32_t crc, const uint8_t *p, size_t n) noexcept nogil
     uint32_t tfrecnp_crc8_hw(const uint8_t *p) noexcept nogil
+    void tfrecnp_init_head(const uint32_t *t0) noexcept
+    ctypedef uint32_t (*tfrecnp_crc_fn)(uint32_t crc, const uint8_t *p, size_t n) noexcept nogil
+    ctypedef struct tfrecnp_walk:
+        const uint8_t *buf
+        int64_t pos, end, want, n
+        uint8_t *out
+        int64_t o, room
+        int64_t *offsets
+        int status, have_length, stream
+        uint64_t length
+        int64_t bad, bad_pos
+    int TFRECNP_WALK_OUT_FULL
+    void tfrecnp_walk_hw(tfrecnp_walk *g) noexcept nogil
+    void tfrecnp_walk_sw(tfrecnp_walk *g, tfrecnp_crc_fn crc, int check) noexcept nogil
     int64_t tfrecnp_gather_hw(const uint8_t *src, const int64_t *starts, const int64_t *lengths,
                               int64_t n, uint8_t *dst, const int64_t *offsets,
                               int64_t base) noexcept nogil
@@ -185,6 +393,7 @@ NEED_MORE = S_NEED_MORE
 BAD_LENGTH_CRC = S_BAD_LENGTH_CRC
 FOUND = S_LIMIT  # find_frame: a whole valid frame starts at pos
 NOT_FOUND = S_NOT_FOUND
+OUT_FULL = TFRECNP_WALK_OUT_FULL  # gather_frames: the next payload does not fit in out
 
 cdef uint32_t table[8][256]    # slicing-by-8 tables for the software path
 cdef bint use_hw = False
@@ -241,6 +450,7 @@ cdef void init_tables() noexcept:
             table[k][n] = (table[k - 1][n] >> 8) ^ table[0][table[k - 1][n] & 0xFF]
     zero_shift_table(tfrecnp_shift_long, TFRECNP_LONG)
     zero_shift_table(tfrecnp_shift_short, TFRECNP_SHORT)
+    tfrecnp_init_head(table[0])
     use_hw = tfrecnp_cpu_has_sse42() != 0
 
 
@@ -477,3 +687,62 @@ def frame_payloads(const uint8_t[::1] payloads, const int64_t[::1] offsets, uint
     if invalid:
         raise ValueError(f"record {i}: offsets {a}..{b} do not fit the payload or output buffer")
     return o
+
+
+def gather_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t want, uint8_t[::1] out,
+                  Py_ssize_t used, int64_t[::1] offsets, Py_ssize_t first,
+                  bint check_crc=True, bint stream=False) -> tuple:
+    """Walk frames in buf from pos and copy up to `want` payloads into out[used:], back to
+    back, in one pass: scan_frames and gather_payloads fused, so each frame is touched
+    while it is in cache and the CPU never waits on one header to find the next.
+
+    offsets[first] is set to used and offsets[first + k + 1] to the end of payload k in
+    out (room for `want` of them is required). Returns (status, pos, n, length, bad,
+    bad_pos, used): n payloads were copied and pos is where the walk stopped; status is LIMIT
+    (want reached), NEED_MORE (the frame at pos is not whole in buf; length is its payload
+    length, or -1 when its header is incomplete), BAD_LENGTH_CRC (at pos) or OUT_FULL
+    (the payload at pos, of `length` bytes, does not fit in out). With check_crc, bad is
+    the index of the first payload whose CRC fails and bad_pos its frame's start (the
+    payloads from it on are not to be used), else bad is -1. used is where the payloads
+    before the first bad one (or all n) end in out. stream=True writes long
+    aligned payloads around the caches: for outputs too large to stay cached anyway.
+    """
+    cdef Py_ssize_t size = buf.shape[0]
+    cdef tfrecnp_walk g
+    if pos < 0 or pos > size:
+        raise ValueError(f"bad window: pos {pos}, buffer {size}")
+    if used < 0 or used > out.shape[0] or first < 0 or want < 0 or first + want >= offsets.shape[0]:
+        raise ValueError(
+            f"bad output: used {used} of {out.shape[0]}, offsets {first} + {want} of "
+            f"{offsets.shape[0]}"
+        )
+    g.buf = &buf[0] if size else NULL
+    g.pos = pos
+    g.end = size
+    g.want = want
+    g.n = 0
+    g.out = &out[0] if out.shape[0] else NULL
+    g.o = used
+    g.room = out.shape[0]
+    g.offsets = &offsets[first]
+    g.status = S_LIMIT
+    g.have_length = 0
+    g.stream = stream
+    g.length = 0
+    g.bad = -1
+    g.bad_pos = 0
+    g.offsets[0] = used
+    with nogil:
+        if check_crc and use_hw:
+            tfrecnp_walk_hw(&g)
+        else:
+            tfrecnp_walk_sw(&g, tfrecnp_crc_hw if use_hw else crc_sw, check_crc)
+    return (
+        g.status,
+        g.pos,
+        g.n,
+        int(g.length) if g.have_length else -1,
+        g.bad,
+        g.bad_pos,
+        g.o if g.bad < 0 else g.offsets[g.bad],
+    )

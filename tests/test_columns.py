@@ -1,0 +1,156 @@
+"""Ragged and BytesColumn against plain Python lists: indexing, slicing, take, padding,
+concatenation, nesting, and the checks on what they are built from."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tfrecnp as tn
+from tfrecnp.columns import concat_columns, take_column
+
+rows_of_ints = st.lists(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=8), max_size=12)
+rows_of_bytes = st.lists(st.lists(st.binary(max_size=6), max_size=5), max_size=10)
+
+
+def ragged(rows: list[list[int]]) -> tn.Ragged:
+    return tn.Ragged.from_lengths(
+        np.array([v for r in rows for v in r], np.int64), [len(r) for r in rows]
+    )
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=rows_of_ints, data=st.data())
+def test_ragged_behaves_like_a_list_of_rows(rows, data):
+    r = ragged(rows)
+    n = len(rows)
+    assert len(r) == n
+    assert r.to_list() == rows
+    assert r.lengths.tolist() == [len(x) for x in rows]
+    assert [r[i].tolist() for i in range(n)] == rows
+    if n:
+        i = data.draw(st.integers(-n, n - 1))
+        assert r[i].tolist() == rows[i]
+    a, b = data.draw(st.integers(-n - 2, n + 2)), data.draw(st.integers(-n - 2, n + 2))
+    step = data.draw(st.sampled_from([None, 1, 2, -1]))
+    assert r[a:b:step].to_list() == rows[a:b:step]
+    picks = data.draw(st.lists(st.integers(0, n - 1), max_size=6)) if n else []
+    assert r.take(picks).to_list() == [rows[k] for k in picks]
+    assert r[np.array(picks, np.int64)].to_list() == [rows[k] for k in picks]
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=n, max_size=n)), bool)
+    assert r[mask].to_list() == [x for x, m in zip(rows, mask, strict=True) if m]
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=rows_of_ints, length=st.none() | st.integers(0, 10), value=st.integers(-5, 5))
+def test_to_padded_cuts_and_pads(rows, length, value):
+    width = max((len(x) for x in rows), default=0) if length is None else length
+    expected = [(x + [value] * width)[:width] for x in rows]
+    padded = ragged(rows).to_padded(length, value=value)
+    assert padded.shape == (len(rows), width) and padded.dtype == np.int64
+    assert padded.tolist() == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(parts=st.lists(rows_of_ints, min_size=1, max_size=4))
+def test_concat(parts):
+    joined = tn.Ragged.concat([ragged(p) for p in parts])
+    assert joined.to_list() == [row for p in parts for row in p]
+    assert concat_columns([ragged(p) for p in parts]).to_list() == joined.to_list()
+
+
+@settings(max_examples=100, deadline=None)
+@given(rows=rows_of_bytes, data=st.data())
+def test_bytes_columns_behave_like_lists(rows, data):
+    flat = [v for r in rows for v in r]
+    col = tn.BytesColumn.from_list(flat)
+    n = len(flat)
+    assert len(col) == n and col.to_list() == flat and list(col) == flat
+    assert col.lengths.tolist() == [len(v) for v in flat]
+    arr = col.to_numpy()
+    assert arr.dtype == object and arr.tolist() == flat
+    if n:
+        i = data.draw(st.integers(-n, n - 1))
+        assert col[i] == flat[i]
+    a, b = data.draw(st.integers(-n - 1, n + 1)), data.draw(st.integers(-n - 1, n + 1))
+    assert col[a:b].to_list() == flat[a:b]
+    assert col[a:b:2].to_list() == flat[a:b:2]
+    picks = data.draw(st.lists(st.integers(0, n - 1), max_size=6)) if n else []
+    assert col.take(picks).to_list() == [flat[k] for k in picks]
+    assert take_column(col, picks).to_list() == [flat[k] for k in picks]
+    half = n // 2
+    assert tn.BytesColumn.concat([col[:half], col[half:]]).to_list() == flat
+    r = tn.Ragged.from_lengths(col, [len(x) for x in rows])
+    assert r.to_list() == rows
+    assert [r[i].tolist() for i in range(len(rows))] == rows
+    assert r[1:].to_list() == rows[1:]
+    width = max((len(x) for x in rows), default=0)
+    assert r.to_padded().tolist() == [x + [b""] * (width - len(x)) for x in rows]
+
+
+def test_inner_shapes_and_nesting():
+    values = np.arange(12, dtype=np.float32).reshape(6, 2)
+    r = tn.Ragged(values, [0, 1, 1, 6])
+    assert r.inner_shape == (2,) and r.dtype == np.float32
+    assert r[2].shape == (5, 2)
+    assert r.to_padded(2, value=-1).tolist() == [
+        [[0, 1], [-1, -1]],
+        [[-1, -1], [-1, -1]],
+        [[2, 3], [4, 5]],
+    ]
+    nested = tn.Ragged(tn.Ragged(np.arange(5), [0, 2, 2, 5]), [0, 2, 3])
+    assert nested.to_list() == [[[0, 1], []], [[2, 3, 4]]]
+    assert nested[1].to_list() == [[2, 3, 4]]
+    assert nested.take([1, 0]).to_list() == [[[2, 3, 4]], [[0, 1], []]]
+    assert tn.Ragged.concat([nested, nested[1:]]).to_list() == [
+        [[0, 1], []],
+        [[2, 3, 4]],
+        [[2, 3, 4]],
+    ]
+    with pytest.raises(TypeError, match="to_padded needs flat values"):
+        nested.to_padded()
+
+
+def test_from_list():
+    assert tn.Ragged.from_list([[1, 2], [], [3]]).values.dtype == np.int64
+    assert tn.Ragged.from_list([[b"a"], []]).to_list() == [[b"a"], []]
+    boxes = tn.Ragged.from_list([np.ones((2, 4)), np.zeros((0, 4))])
+    assert boxes.inner_shape == (4,) and boxes.lengths.tolist() == [2, 0]
+
+
+def test_equality():
+    assert ragged([[1], []]) == ragged([[1], []])
+    assert ragged([[1], []]) != ragged([[], [1]])
+    nan = tn.Ragged(np.array([np.nan], np.float32), [0, 1])
+    assert nan == tn.Ragged(np.array([np.nan], np.float32), [0, 1])
+    assert tn.BytesColumn.from_list([b"a"]) == tn.BytesColumn.from_list([b"a"])
+
+
+@pytest.mark.parametrize(
+    ("splits", "message"),
+    [
+        ([1, 2], "row_splits must start at 0, not 1"),
+        ([0, 2, 1], "row_splits must not decrease"),
+        ([0, 1], "row_splits ends at 1 but there are 2 values"),
+        ([], "row_splits must be a 1-D array of n + 1 offsets, got shape (0,)"),
+    ],
+)
+def test_ragged_checks_its_splits(splits, message):
+    with pytest.raises(ValueError) as e:
+        tn.Ragged(np.arange(2), splits)
+    assert str(e.value) == message
+
+
+def test_bytes_column_checks_its_buffers():
+    with pytest.raises(ValueError, match="data must be a 1-D uint8 array, not int64"):
+        tn.BytesColumn(np.arange(3), [0, 3])
+    with pytest.raises(ValueError, match="offsets ends at 2 but there are 3 values"):
+        tn.BytesColumn(b"abc", [0, 2])
+    col = tn.BytesColumn(b"abc", [0, 1, 3])
+    assert col.to_list() == [b"a", b"bc"]
+    with pytest.raises(IndexError, match="row 2 out of range for 2 rows"):
+        col[2]
+    with pytest.raises(IndexError, match="row index out of range for 2 rows"):
+        col.take([5])

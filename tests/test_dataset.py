@@ -1,0 +1,562 @@
+"""tn.open -> Dataset: len, random access, batches (shuffled, padded, prefetched), select,
+shard, take, to_numpy and its memory budget, damaged records.
+
+The data is written by TensorFlow from values generated here, so every expected value is
+the value TensorFlow was given, never something tfrecnp produced; tn.read is checked
+against the same values and then serves as the reference for views of the dataset.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+
+import numpy as np
+import pytest
+
+import tfrecnp as tn
+from tfrecnp.columns import BytesColumn, Ragged, concat_columns, take_column
+from tfrecnp.errors import format_count, format_size
+
+N_A, N_C = 300, 200  # records in a.tfrecord and c.tfrecord.gz; empty.tfrecord has none
+N = N_A + N_C
+SPEC = {
+    "label": tn.FixedLen((), "int64"),
+    "vec": tn.FixedLen((3,), "float32"),
+    "tokens": tn.VarLen("int64"),
+    "image/encoded": tn.Bytes(),
+    "raw": tn.Raw("float32", shape=(2, 3)),
+    "names": tn.VarLen("bytes"),
+    "bbox": tn.VarLen("float32", inner_shape=(4,)),
+}
+
+
+def generate(n: int, seed: int = 0) -> dict:
+    """The columns TensorFlow is asked to write: label = the record's number."""
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(0, 20, n)
+    names = rng.integers(0, 4, n)
+    boxes = rng.integers(0, 4, n)
+    words = [bytes(rng.integers(97, 123, rng.integers(0, 6)).astype(np.uint8)) for _ in names]
+    return {
+        "label": np.arange(n, dtype=np.int64),
+        "vec": rng.random((n, 3), dtype=np.float32),
+        "tokens": Ragged.from_lengths(rng.integers(-(2**40), 2**40, int(tokens.sum())), tokens),
+        "image/encoded": BytesColumn.from_list([rng.bytes(int(k)) for k in rng.integers(0, 50, n)]),
+        "raw": rng.standard_normal((n, 2, 3), dtype=np.float32),
+        "names": Ragged.from_lengths(
+            BytesColumn.from_list([words[i % len(words)] for i in range(int(names.sum()))]),
+            names,
+        ),
+        "bbox": Ragged.from_lengths(rng.random((int(boxes.sum()), 4), dtype=np.float32), boxes),
+    }
+
+
+def tf_examples(tf, cols: dict, rows) -> list[bytes]:
+    """Serialized tf.train.Example records of the given rows, built by TensorFlow."""
+    feature = tf.train.Feature
+    out = []
+    for i in rows:
+        f = {
+            "label": feature(int64_list=tf.train.Int64List(value=[int(cols["label"][i])])),
+            "vec": feature(float_list=tf.train.FloatList(value=cols["vec"][i].tolist())),
+            "tokens": feature(int64_list=tf.train.Int64List(value=cols["tokens"][i].tolist())),
+            "image/encoded": feature(
+                bytes_list=tf.train.BytesList(value=[cols["image/encoded"][i]])
+            ),
+            "raw": feature(bytes_list=tf.train.BytesList(value=[cols["raw"][i].tobytes()])),
+            "names": feature(bytes_list=tf.train.BytesList(value=list(cols["names"][i]))),
+            "bbox": feature(
+                float_list=tf.train.FloatList(value=cols["bbox"][i].reshape(-1).tolist())
+            ),
+        }
+        out.append(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
+    return out
+
+
+def make_files(tf, tf_write, folder) -> tuple[list[str], dict]:
+    """a.tfrecord (N_A records), empty.tfrecord, c.tfrecord.gz (N_C records, GZIP)."""
+    cols = generate(N)
+    payloads = tf_examples(tf, cols, range(N))
+    os.makedirs(folder, exist_ok=True)
+    a = tf_write(os.path.join(folder, "a.tfrecord"), payloads[:N_A])
+    empty = tf_write(os.path.join(folder, "empty.tfrecord"), [])
+    c = tf_write(os.path.join(folder, "c.tfrecord.gz"), payloads[N_A:], "GZIP")
+    return [a, empty, c], cols
+
+
+def same(got, want) -> bool:
+    """Column equality: same kind, dtype, shape and values (lazy columns loaded first)."""
+    if hasattr(got, "row_splits") and not isinstance(got, Ragged):
+        got = got[:]
+    if hasattr(got, "offsets") and not isinstance(got, (BytesColumn, Ragged)):
+        got = got[:]
+    if isinstance(want, np.ndarray):
+        got = np.asarray(got[:] if not isinstance(got, np.ndarray) else got)
+        return got.dtype == want.dtype and got.shape == want.shape and np.array_equal(got, want)
+    return type(got) is type(want) and got == want
+
+
+def assert_batch(got: dict, want: dict) -> None:
+    assert list(got) == list(want)
+    for name in want:
+        assert same(got[name], want[name]), name
+
+
+def take(cols: dict, idx) -> dict:
+    return {k: take_column(v, np.asarray(idx, np.int64)) for k, v in cols.items()}
+
+
+def concat(batches: list[dict]) -> dict:
+    return {k: concat_columns([b[k] for b in batches]) for k in batches[0]}
+
+
+@pytest.fixture(scope="module")
+def data(tf, tf_write, tmp_path_factory):
+    paths, cols = make_files(tf, tf_write, tmp_path_factory.mktemp("dataset"))
+    return paths, cols
+
+
+@pytest.fixture(scope="module")
+def plain(data):
+    """The uncompressed file alone, with its columns."""
+    paths, cols = data
+    return paths[0], take(cols, np.arange(N_A))
+
+
+# --- reading everything -------------------------------------------------------------------
+
+
+def test_read_and_to_numpy_equal_what_tensorflow_wrote(data):
+    paths, cols = data
+    assert_batch(tn.read(paths, SPEC), cols)
+    ds = tn.open(paths, SPEC)
+    assert len(ds) == N
+    assert_batch(ds.to_numpy(), cols)
+
+
+def test_len_uses_index_sidecars(data, tmp_path):
+    paths, _ = data
+    path = shutil.copy(paths[0], tmp_path / "a.tfrecord")
+    tn.write_index(tn.scan_file(path))
+    assert len(tn.open(path, SPEC)) == N_A
+    assert len(tn.open(paths, SPEC).take(10)) == 10
+    assert len(tn.open(paths, SPEC).take(10_000)) == N
+
+
+def test_iteration_gives_records_in_order(data):
+    paths, cols = data
+    records = list(tn.open(paths, SPEC))
+    assert len(records) == N
+    for i in (0, 1, N_A - 1, N_A, N - 1):
+        row = records[i]
+        assert list(row) == list(SPEC)
+        assert row["label"] == i and isinstance(row["image/encoded"], bytes)
+        assert row["image/encoded"] == cols["image/encoded"][i]
+        assert np.array_equal(row["tokens"], cols["tokens"][i])
+        assert np.array_equal(row["raw"], cols["raw"][i])
+        assert list(row["names"]) == list(cols["names"][i])
+
+
+@pytest.mark.parametrize("batch_size", [1, 7, 256, 1000])
+def test_batches_in_file_order(data, batch_size):
+    paths, cols = data
+    batches = list(tn.open(paths, SPEC).batches(batch_size))
+    sizes = [len(b["label"]) for b in batches]
+    assert sizes == [batch_size] * (N // batch_size) + ([N % batch_size] if N % batch_size else [])
+    assert_batch(concat(batches), cols)
+    kept = list(tn.open(paths, SPEC).batches(batch_size, drop_remainder=True, prefetch=0))
+    assert [len(b["label"]) for b in kept] == [batch_size] * (N // batch_size)
+
+
+# --- random access ----------------------------------------------------------------------------
+
+
+def test_getitem_matches_read(plain):
+    path, cols = plain
+    ds = tn.open(path, SPEC)
+    ref = tn.read(path, SPEC)
+    assert_batch(ref, cols)
+    for i in (0, 5, N_A - 1, -1, -N_A):
+        row = ds[i]
+        assert list(row) == list(SPEC)
+        assert row["label"] == ref["label"][i]
+        assert row["image/encoded"] == ref["image/encoded"][i]
+        assert np.array_equal(row["bbox"], ref["bbox"][i])
+        assert np.array_equal(row["vec"], ref["vec"][i])
+    for s in (slice(10, 20), slice(0, N_A), slice(290, 400), slice(50, 40), slice(3, 90, 7)):
+        idx = np.arange(N_A)[s]
+        assert_batch(ds[s], take(ref, idx))
+    picks = [3, 1, 2, 299, 3, -2]
+    assert_batch(ds[picks], take(ref, [3, 1, 2, 299, 3, N_A - 2]))
+    assert_batch(ds[np.array([], np.int64)], take(ref, []))
+    mask = np.zeros(N_A, bool)
+    mask[[4, 8, 15]] = True
+    assert_batch(ds[mask], take(ref, [4, 8, 15]))
+
+
+def test_reads_without_preadv(plain, monkeypatch):
+    import tfrecnp.dataset as dataset
+
+    path, cols = plain
+    monkeypatch.setattr(dataset, "_PREADV", None)  # systems without os.preadv: seek + readinto
+    ds = tn.open(path, SPEC)
+    assert_batch(ds[[7, 2, 299]], take(cols, [7, 2, 299]))
+    assert_batch(ds[100:140], take(cols, range(100, 140)))
+
+
+def test_getitem_errors(data, plain):
+    path, _ = plain
+    ds = tn.open(path, SPEC)
+    with pytest.raises(IndexError, match=r"^record 300 out of range for a dataset of 300 records$"):
+        ds[300]
+    with pytest.raises(
+        IndexError, match=r"^record -301 out of range for a dataset of 300 records$"
+    ):
+        ds[[0, -301]]
+    with pytest.raises(TypeError, match=r"^ds\['label'\]: index records by number.*select"):
+        ds["label"]
+    paths, _ = data
+    mixed = tn.open(paths, SPEC)
+    gz = paths[2]
+    message = (
+        f"ds[...] reads records by position, which needs uncompressed files, but {gz} is "
+        f"GZIP-compressed; decompress it (e.g. `gunzip -c {gz} > {gz[:-3]}`), or convert "
+        "the dataset once (tn.convert(src, 'out/')) and read rows from tn.load('out/'). "
+        "Iteration, batches() and batches(shuffle=N) work on compressed files"
+    )
+    with pytest.raises(tn.RandomAccessError, match=f"^{re.escape(message)}$"):
+        mixed[0]
+    with pytest.raises(tn.RandomAccessError, match=r"^batches\(shuffle=True\) reads records"):
+        mixed.batches(10, shuffle=True)
+    assert isinstance(tn.RandomAccessError("x"), ValueError)
+
+
+# --- shuffling --------------------------------------------------------------------------------
+
+
+def labels_of(batches) -> np.ndarray:
+    return np.concatenate([b["label"] for b in batches])
+
+
+def test_global_shuffle_is_a_seeded_permutation(plain):
+    path, cols = plain
+    ds = tn.open(path, SPEC)
+    first = list(ds.batches(64, shuffle=True, seed=1))
+    order = labels_of(first)
+    assert sorted(order.tolist()) == list(range(N_A))
+    assert not np.array_equal(order, np.arange(N_A))
+    assert np.array_equal(order, labels_of(ds.batches(64, shuffle=True, seed=1)))
+    assert not np.array_equal(order, labels_of(ds.batches(64, shuffle=True, seed=2)))
+    assert_batch(concat(first), take(cols, order))  # every value travels with its record
+
+
+@pytest.mark.parametrize("buffer", [1, 50, 10_000])
+def test_buffer_shuffle_is_a_seeded_permutation(data, buffer):
+    paths, cols = data
+    ds = tn.open(paths, SPEC)
+    batches = list(ds.batches(32, shuffle=buffer, seed=7))
+    order = labels_of(batches)
+    assert sorted(order.tolist()) == list(range(N))
+    assert np.array_equal(order, labels_of(ds.batches(32, shuffle=buffer, seed=7)))
+    assert not np.array_equal(order, labels_of(ds.batches(32, shuffle=buffer, seed=8)))
+    assert_batch(concat(batches), take(cols, order))
+    assert [len(b["label"]) for b in batches[:-1]] == [32] * (len(batches) - 1)
+
+
+def test_buffer_shuffle_draws_from_a_window_across_files(data):
+    paths, _ = data
+    ds = tn.open(paths, SPEC)
+    batch, buffer = 16, 64
+    order = labels_of(ds.batches(batch, shuffle=buffer, seed=3))
+    # When output position p is emitted, at most p + buffer + one block of records have been
+    # read, and a file's records are read in order: so record w of its file cannot come out
+    # before position w - buffer - batch. A whole-dataset shuffle would break this.
+    position = np.argsort(order)  # where each record came out
+    within_file = np.where(np.arange(N) < N_A, np.arange(N), np.arange(N) - N_A)
+    assert np.all(position >= within_file - buffer - batch)
+    first = order[:batch]
+    assert (first < N_A).any() and (first >= N_A).any()
+
+
+def test_buffer_shuffle_mixes_records_within_each_batch(data):
+    """Records within a batch come in random order, not grouped by the 64-record block they
+    were read in: grouped, ~90% of neighbours share a block; mixed, ~30%."""
+    paths, _ = data
+    batches = tn.open(paths, SPEC).batches(64, shuffle=200, seed=5)
+    near = [np.mean(np.abs(np.diff(b["label"])) < 64) for b in batches if len(b["label"]) == 64]
+    assert np.mean(near) < 0.6
+
+
+def test_buffer_shuffle_compacts_its_chunks(data, monkeypatch):
+    import tfrecnp.dataset as dataset
+
+    paths, cols = data
+    compactions = []
+    compact = dataset._ShufflePool._compact
+
+    def counted(self):
+        compactions.append(len(self.chunks))
+        compact(self)
+
+    monkeypatch.setattr(dataset, "COMPACT_SLACK", 0)
+    monkeypatch.setattr(dataset._ShufflePool, "_compact", counted)
+    batches = list(tn.open(paths, SPEC).batches(8, shuffle=40, seed=3))
+    order = labels_of(batches)
+    assert len(compactions) > 3
+    assert sorted(order.tolist()) == list(range(N))
+    assert_batch(concat(batches), take(cols, order))
+
+
+def test_shuffle_of_a_view(data):
+    paths, _ = data
+    ds = tn.open(paths, SPEC).shard(4, 1)
+    order = labels_of(ds.batches(10, shuffle=30, seed=0))
+    assert sorted(order.tolist()) == list(range(N // 4, N // 2))
+    plain = tn.open(paths[0], SPEC).take(100)
+    order = labels_of(plain.batches(10, shuffle=True, seed=0))
+    assert sorted(order.tolist()) == list(range(100))
+
+
+# --- views --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("num_shards", [1, 3, 7])
+def test_shards_partition_the_records(data, num_shards):
+    paths, _ = data
+    ds = tn.open(paths, SPEC)
+    parts = [labels_of(ds.shard(num_shards, k).batches(64)) for k in range(num_shards)]
+    assert np.array_equal(np.concatenate(parts), np.arange(N))
+    sizes = [len(p) for p in parts]
+    assert max(sizes) - min(sizes) <= 1
+    assert [len(ds.shard(num_shards, k)) for k in range(num_shards)] == sizes
+
+
+def test_shard_errors(data):
+    ds = tn.open(data[0], SPEC)
+    with pytest.raises(ValueError, match=r"^shard needs num_shards >= 1 and 0 <= index < "):
+        ds.shard(3, 3)
+    with pytest.raises(ValueError, match=r"^take needs n >= 0, not -1$"):
+        ds.take(-1)
+
+
+def test_take_select_and_nested_views(data):
+    paths, cols = data
+    ds = tn.open(paths, SPEC)
+    assert_batch(ds.take(5).to_numpy(), take(cols, range(5)))
+    assert_batch(ds.take(N_A + 3).take(N_A + 1).to_numpy(), take(cols, range(N_A + 1)))
+    picked = ds.select(["tokens", "label"])
+    assert list(picked.spec) == ["tokens", "label"]
+    out = picked.to_numpy()
+    assert list(out) == ["tokens", "label"]
+    assert same(out["tokens"], cols["tokens"])
+    shard = ds.shard(2, 1).take(7)
+    assert labels_of(shard.batches(3)).tolist() == list(range(N // 2, N // 2 + 7))
+    with pytest.raises(KeyError, match=r"no feature 'nope' in the spec; features: 'label', "):
+        ds.select(["nope"])
+
+
+def test_select_decodes_only_the_selected_features(data):
+    paths, _ = data
+    spec = dict(SPEC, missing=tn.FixedLen((), "int64"))  # in no record, and no default
+    ds = tn.open(paths, spec)
+    with pytest.raises(tn.SchemaError, match=r"feature 'missing' is missing at "):
+        ds.to_numpy()
+    assert len(ds.select(["label"]).to_numpy()["label"]) == N
+
+
+# --- padding ----------------------------------------------------------------------------------
+
+
+def test_pad_to_a_length_with_a_value(data):
+    paths, cols = data
+    batches = list(tn.open(paths, SPEC).batches(64, pad={"tokens": 5, "bbox": (2, -1.0)}))
+    lengths = cols["tokens"].lengths
+    want = np.zeros((N, 5), np.int64)
+    for i in range(N):
+        row = cols["tokens"][i][:5]
+        want[i, : len(row)] = row
+    got = np.concatenate([b["tokens"] for b in batches])
+    assert got.dtype == np.int64 and np.array_equal(got, want)
+    got_len = np.concatenate([b["tokens_length"] for b in batches])
+    assert np.array_equal(got_len, np.minimum(lengths, 5))
+    boxes = np.concatenate([b["bbox"] for b in batches])
+    assert boxes.shape == (N, 2, 4)
+    for i in (0, 1, 2, 100, N - 1):
+        k = min(2, len(cols["bbox"][i]))
+        assert np.array_equal(boxes[i, :k], cols["bbox"][i][:k])
+        assert np.all(boxes[i, k:] == -1.0)
+    assert list(batches[0]) == [
+        "label", "vec", "tokens", "tokens_length", "image/encoded", "raw", "names", "bbox",
+        "bbox_length",
+    ]  # fmt: skip
+
+
+def test_pad_to_the_longest_row_of_each_batch(data):
+    paths, cols = data
+    for pad in (True, {"tokens": None}):
+        for batch in tn.open(paths, SPEC).take(100).batches(25, pad=pad):
+            lens = batch["tokens_length"]
+            assert batch["tokens"].shape == (25, lens.max())
+            for row, n in zip(batch["tokens"], lens, strict=True):
+                assert np.all(row[n:] == 0)
+    batch = next(tn.open(paths, SPEC).batches(8, pad=True))
+    assert set(batch) == {
+        "label", "vec", "tokens", "tokens_length", "image/encoded", "raw", "names",
+        "names_length", "bbox", "bbox_length",
+    }  # fmt: skip
+    assert batch["names"].dtype == object
+    assert batch["names"][0, : batch["names_length"][0]].tolist() == list(cols["names"][0])
+
+
+def test_pad_errors(data):
+    ds = tn.open(data[0], SPEC)
+    with pytest.raises(ValueError, match=r"^pad: feature 'label' decodes to a fixed-shape"):
+        ds.batches(4, pad={"label": 3})
+    with pytest.raises(KeyError, match=r"pad names 'nope', which is not in the spec"):
+        ds.batches(4, pad={"nope": 3})
+    spec = dict(SPEC, tokens_length=tn.FixedLen((), "int64"))
+    with pytest.raises(ValueError, match=r"^pad: the lengths column 'tokens_length' would"):
+        tn.open(data[0], spec).batches(4, pad={"tokens": 3})
+    with pytest.raises(ValueError, match=r"^batch_size must be at least 1, not 0$"):
+        ds.batches(0)
+    with pytest.raises(ValueError, match=r"^shuffle must be False, True or a buffer size"):
+        ds.batches(4, shuffle=-5)
+
+
+# --- whole-dataset memory budget ---------------------------------------------------------------
+
+
+def test_to_numpy_refuses_over_budget(data):
+    paths, cols = data
+    ds = tn.open(paths, SPEC).select(["label", "vec"])  # fixed sizes: the estimate is exact
+    need = N * (8 + 12)
+    message = (
+        f"to_numpy() would need about {format_size(need)} for 500 records (estimated from 500 "
+        "decoded records), over the budget of 100 bytes (max_bytes=100). Stream it instead: "
+        "`for batch in ds.batches(1024): ...`, or write it to disk with ds.save('out/') and "
+        "open that memory-mapped with tn.load('out/'); or pass a larger max_bytes="
+    )
+    with pytest.raises(tn.MemoryBudgetError, match=f"^{re.escape(message)}$") as e:
+        ds.to_numpy(max_bytes=100)
+    assert (e.value.estimate, e.value.budget) == (need, 100)
+    assert isinstance(e.value, MemoryError)
+    out = ds.to_numpy(max_bytes=need)
+    assert same(out["vec"], cols["vec"]) and same(out["label"], cols["label"])
+
+
+def test_size_estimate_is_close_for_variable_columns(data):
+    paths, _ = data
+    ds = tn.open(paths, SPEC)
+    estimate, sampled = ds.estimate_nbytes()
+    actual = 0
+    for col in ds.to_numpy().values():
+        actual += col.nbytes
+    assert sampled == N
+    assert 0.7 * actual <= estimate <= 1.3 * actual
+
+
+def test_default_budget_is_half_the_available_memory(data, monkeypatch):
+    import tfrecnp.dataset as dataset
+
+    monkeypatch.setattr(dataset, "available_memory", lambda: 2000)
+    ds = tn.open(data[0], SPEC).select(["label"])
+    with pytest.raises(tn.MemoryBudgetError, match=r"budget of 1000 bytes \(half of the 1.95 KiB"):
+        ds.to_numpy()
+    assert tn.dataset.available_memory is not None
+
+
+# --- damage, errors and threads ---------------------------------------------------------------
+
+
+@pytest.fixture
+def damaged(plain, tmp_path):
+    """A copy of a.tfrecord with one bit flipped in the raw float32 bytes of record 10."""
+    path, cols = plain
+    copy = tmp_path / "damaged.tfrecord"
+    shutil.copy(path, copy)
+    index = tn.scan_file(copy)
+    data = bytearray(copy.read_bytes())
+    at = data.find(cols["raw"][10].tobytes(), int(index.offsets[10]))
+    assert int(index.offsets[10]) < at < int(index.offsets[11])
+    data[at] ^= 0x40
+    copy.write_bytes(bytes(data))
+    return str(copy), int(index.offsets[10])
+
+
+def test_damaged_record_raises_or_is_skipped(damaged, plain):
+    path, offset = damaged
+    plain_cols = plain[1]
+    where = f"at {path} record 10 (byte {format_count(offset)}); run `tfrecnp verify"
+    for read in (
+        lambda ds: ds.to_numpy(),
+        lambda ds: ds[8:12],
+        lambda ds: list(ds.batches(7, shuffle=True, seed=0)),
+        lambda ds: list(ds.batches(7, shuffle=50, seed=0)),
+    ):
+        with pytest.raises(tn.CorruptRecordError, match=r"^payload CRC mismatch \(stored 0x") as e:
+            read(tn.open(path, SPEC))
+        assert where in str(e.value)
+    ds = tn.open(path, SPEC, on_error="skip")
+    labels = ds.to_numpy()["label"]
+    assert labels.tolist() == [i for i in range(N_A) if i != 10]
+    assert [(c.record, c.offset) for c in ds.corruptions] == [(10, offset)]
+    with pytest.warns(tn.CorruptRecordWarning, match=r"payload CRC mismatch .* record 10"):
+        tn.open(path, SPEC, on_error="warn")[9:12]
+    raw = tn.open(path, SPEC, verify_crc=False).to_numpy()["raw"]  # the damage gets through
+    changed = np.flatnonzero((raw != plain_cols["raw"]).any(axis=(1, 2)))
+    assert changed.tolist() == [10]
+
+
+def test_schema_error_in_a_shuffled_batch_names_the_record(tf, tf_write, tmp_path):
+    cols = generate(40, seed=5)
+    payloads = tf_examples(tf, cols, range(40))
+    bad = tf.train.Example()
+    bad.ParseFromString(payloads[23])
+    del bad.features.feature["vec"]
+    payloads[23] = bad.SerializeToString()
+    first = tf_write(tmp_path / "first.tfrecord", payloads[:20])
+    second = tf_write(tmp_path / "second.tfrecord", payloads[20:])
+    ds = tn.open([first, second], SPEC)
+    for kwargs in ({"shuffle": True, "seed": 4}, {"shuffle": 15, "seed": 4}, {}):
+        with pytest.raises(tn.SchemaError, match=rf"feature 'vec' is missing at {second} record 3"):
+            list(ds.batches(8, **kwargs))
+
+
+def test_stopping_early_ends_the_prefetch_threads(data):
+    paths, _ = data
+    before = threading.active_count()
+    for _ in range(3):
+        for batch in tn.open(paths, SPEC).batches(10, shuffle=100, seed=0, prefetch=1):
+            assert len(batch["label"]) == 10
+            break
+    gen = tn.open(paths, SPEC).batches(10)
+    next(gen)
+    gen.close()
+    assert threading.active_count() <= before + 1  # the decoder's shared pool may start
+
+
+def test_errors_in_the_reader_thread_reach_the_caller(plain, tmp_path):
+    path, _ = plain
+    copy = shutil.copy(path, tmp_path / "short.tfrecord")
+    ds = tn.open(copy, SPEC)
+    assert len(ds) == N_A
+    with open(copy, "r+b") as f:  # the file shrinks after it was indexed
+        f.truncate(os.path.getsize(copy) // 2)
+    with pytest.raises(tn.CorruptRecordError, match=r"the file ends at byte .* its index lists"):
+        list(ds.batches(50))
+
+
+def test_open_errors(data, tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"^no such file: .*nothing\.tfrecord$"):
+        tn.open(tmp_path / "nothing.tfrecord", SPEC)
+    with pytest.raises(ValueError, match=r'^on_error must be "raise", "skip" or "warn"'):
+        tn.open(data[0], SPEC, on_error="ignore")
+    spec_file = tmp_path / "spec.json"
+    spec_file.write_text(tn.spec_to_json(SPEC))
+    ds = tn.open(data[0][0], str(spec_file))
+    assert ds.spec == SPEC
+    inferred = tn.open(data[0][0])
+    assert set(inferred.spec) == set(SPEC)
