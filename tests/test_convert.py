@@ -353,7 +353,7 @@ def test_save_draws_progress_only_on_a_terminal(data, tmp_path, monkeypatch, cap
     tn.open(paths, SPEC).save(tmp_path / "c", batch_size=100)  # compressed: no record count
     last = term.getvalue().split("\r")[-1]
     where = re.escape(str(tmp_path / "c"))
-    assert re.fullmatch(rf"saving {where}: {N} records \S+ k?rec/s \S+ MB/s 0:00\n", last)
+    assert re.fullmatch(rf"saving {where}: {N} records \S+ [kMG]?rec/s \S+ MB/s \d+:\d\d *\n", last)
     term.seek(0)
     term.truncate(0)
     tn.open(paths, SPEC).save(tmp_path / "d", progress=False)
