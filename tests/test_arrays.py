@@ -317,6 +317,31 @@ def test_errors_in_ragged_columns_name_the_row(tmp_path):
     assert listing(tmp_path) == []
 
 
+def test_finite_float64_beyond_float32_is_refused_not_made_inf(tmp_path):
+    # float_list holds float32: 1e300 would read back as inf, so it is an error, while
+    # inf and NaN given as such, and the largest float32, are written as they are
+    with pytest.raises(tn.SchemaError) as info:
+        tn.write(tmp_path / "x.tfrecord", {"x": np.array([1e300])}, verify=True, progress=False)
+    assert str(info.value) == (
+        "feature 'x' row 0: value 1e+300 does not fit float32 (float_list); write it with "
+        "encoding='raw' to keep float64"
+    )
+    grid = np.array([[0.0, np.inf], [np.nan, -np.inf], [3.4028234663852886e38, -3.5e38]])
+    with pytest.raises(tn.SchemaError, match=r"^feature 'g' row 2: value -3\.5e\+38 does not"):
+        tn.write(tmp_path / "g.tfrecord", {"g": grid}, progress=False)
+    ragged = tn.Ragged(np.array([1.0, 2.0, np.inf, -1e39]), [0, 2, 2, 4])
+    with pytest.raises(tn.SchemaError, match=r"^feature 'r' row 2: value -1e\+39 does not"):
+        tn.write(tmp_path / "r.tfrecord", {"r": ragged}, progress=False)
+    assert listing(tmp_path) == []
+    fine = grid[:2]
+    tn.write(tmp_path / "ok.tfrecord", {"g": fine}, verify=True, progress=False)
+    got = tn.read(tmp_path / "ok.tfrecord", {"g": tn.FixedLen(2, "float64")})["g"]
+    assert np.array_equal(got, fine, equal_nan=True)
+    tn.write(tmp_path / "raw.tfrecord", {"x": np.array([1e300])}, encoding="raw", progress=False)
+    raw = tn.read(tmp_path / "raw.tfrecord", {"x": tn.Raw("float64", shape=(1,))})["x"]
+    assert raw.tolist() == [[1e300]]
+
+
 def test_convert_writes_tfrecords_only(tmp_path):
     np.save(tmp_path / "a.npy", np.arange(3))
     with pytest.raises(ValueError, match=r"b\.npz: array files convert to TFRecord files"):
@@ -393,6 +418,7 @@ class Exploding:
 @pytest.mark.parametrize("shards", [None, 700])
 def test_exception_mid_write_leaves_nothing(tmp_path, shards):
     out = tmp_path / "out"
+    out.mkdir()  # the writer makes no folders
     with pytest.raises(OSError, match="device went away"):
         tn.write(
             out / "data.tfrecord",
@@ -402,6 +428,26 @@ def test_exception_mid_write_leaves_nothing(tmp_path, shards):
             progress=False,
         )
     assert listing(out) == []
+
+
+def test_writers_make_no_folders(tmp_path):
+    # like RecordWriter and `verify --salvage`: a mistyped folder is an error, not created
+    out = tmp_path / "missing" / "data.tfrecord"
+    message = f"cannot write {out}: no such directory {out.parent}"
+    with pytest.raises(FileNotFoundError) as info:
+        tn.write(out, {"x": np.arange(3)}, progress=False)
+    assert str(info.value) == message
+    with pytest.raises(FileNotFoundError) as info:
+        tn.Writer(out, records_per_shard=2, progress=False)
+    assert str(info.value) == message
+    np.save(tmp_path / "a.npy", np.arange(3))
+    with pytest.raises(FileNotFoundError) as info:
+        tn.convert(tmp_path / "a.npy", out)
+    assert str(info.value) == message
+    with pytest.raises(FileNotFoundError) as info:
+        tn.RecordWriter(out)
+    assert str(info.value) == message
+    assert listing(tmp_path) == ["a.npy"]
 
 
 def test_writer_block_that_raises_leaves_nothing(tmp_path):
@@ -447,6 +493,7 @@ def test_verify_catches_a_source_that_changed(tmp_path):
 
 def test_cli_convert_text_and_json(capsys, tmp_path):
     np.save(tmp_path / "big.npy", np.arange(12, dtype=np.float32).reshape(6, 2))
+    (tmp_path / "out").mkdir()
     status, out, err = run(
         capsys,
         "convert",

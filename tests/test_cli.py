@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tfrecnp.cli import main
@@ -221,6 +222,45 @@ def test_usage_errors_exit_2(capsys):
         main(["count"])
     assert e.value.code == 2
     assert "the following arguments are required: PATH" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["head", "-n", "0", "x.tfrecord"],
+            "tfrecnp head: error: argument -n: must be at least 1, not 0",
+        ),
+        (
+            ["head", "-n", "-3", "x.tfrecord"],
+            "tfrecnp head: error: argument -n: must be at least 1, not -3",
+        ),
+        (
+            ["demo", "--records", "0"],
+            "tfrecnp demo: error: argument --records: must be at least 1, not 0",
+        ),
+        (
+            ["demo", "--records", "many"],
+            "tfrecnp demo: error: argument --records: expected a whole number, not 'many'",
+        ),
+    ],
+)
+def test_counts_below_one_are_usage_errors(capsys, tmp_path, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)  # a demo that ran anyway would write here
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == message
+    assert os.listdir(tmp_path) == []
+
+
+def test_convert_into_a_missing_directory(capsys, tmp_path):
+    np.save(tmp_path / "a.npy", np.arange(3))
+    out = tmp_path / "missing" / "o.tfrecord"
+    status, _, err = run(capsys, "convert", tmp_path / "a.npy", out)
+    assert status == 2
+    assert err == f"tfrecnp convert: error: cannot write {out}: no such directory {out.parent}\n"
+    assert sorted(os.listdir(tmp_path)) == ["a.npy"]
 
 
 def test_as_a_subprocess(files, tmp_path):

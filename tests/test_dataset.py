@@ -560,3 +560,81 @@ def test_open_errors(data, tmp_path):
     assert ds.spec == SPEC
     inferred = tn.open(data[0][0])
     assert set(inferred.spec) == set(SPEC)
+
+
+# --- damage with on_error="skip": spans around skipped bytes, full batches -----------------------
+
+X_SPEC = {"x": tn.FixedLen((), "int64")}
+
+
+def x_file(tf, tf_write, path, n: int = 100) -> tuple[str, np.ndarray]:
+    """n records written by TensorFlow, record i holding x = i; and their frame offsets."""
+    feature = tf.train.Feature
+    payloads = [
+        tf.train.Example(
+            features=tf.train.Features(
+                feature={"x": feature(int64_list=tf.train.Int64List(value=[i]))}
+            )
+        ).SerializeToString()
+        for i in range(n)
+    ]
+    tf_write(path, payloads)
+    return str(path), tn.scan_file(path).offsets
+
+
+def flip(path: str, at: int) -> None:
+    with open(path, "r+b") as f:
+        f.seek(at)
+        byte = f.read(1)[0]
+        f.seek(at)
+        f.write(bytes([byte ^ 0xFF]))
+
+
+def test_skip_reads_around_a_damaged_header(tf, tf_write, tmp_path):
+    path, offsets = x_file(tf, tf_write, tmp_path / "header.tfrecord")
+    flip(path, int(offsets[5]) + 2)  # the length of record 5: the scan resyncs after it
+    good = [i for i in range(100) if i != 5]
+    ds = tn.open(path, X_SPEC, on_error="skip")
+    assert len(ds) == 99
+    xs = lambda batches: np.concatenate([b["x"] for b in batches]).tolist()  # noqa: E731
+    assert xs(ds.batches(32)) == good
+    assert xs(ds.batches(7, prefetch=0)) == good
+    assert sorted(xs(ds.batches(32, shuffle=10, seed=1))) == good
+    assert sorted(xs(ds.batches(32, shuffle=True, seed=1))) == good
+    assert ds[0:99]["x"].tolist() == good
+    assert ds[3:8]["x"].tolist() == [3, 4, 6, 7, 8]
+    assert ds[[4, 5]]["x"].tolist() == [4, 6]
+    assert ds.to_numpy()["x"].tolist() == good
+    out = ds.save(tmp_path / "out", progress=False)
+    assert tn.load(out)["x"][:].tolist() == good
+    assert [(c.record, c.offset) for c in ds.corruptions] == [(5, int(offsets[5]))]
+
+
+def test_skipped_payloads_leave_only_the_last_batch_short(tf, tf_write, tmp_path):
+    path, offsets = x_file(tf, tf_write, tmp_path / "payload.tfrecord")
+    flip(path, int(offsets[10]) + 14)  # inside the payload of record 10: its CRC fails
+    good = [i for i in range(100) if i != 10]
+    for kwargs in ({}, {"shuffle": 40, "seed": 2}, {"shuffle": True, "seed": 2}):
+        ds = tn.open(path, X_SPEC, on_error="skip")
+        batches = [b["x"] for b in ds.batches(32, **kwargs)]
+        assert [len(b) for b in batches] == [32, 32, 32, 3], kwargs
+        assert sorted(np.concatenate(batches).tolist()) == good, kwargs
+        kept = np.concatenate([b["x"] for b in ds.batches(32, drop_remainder=True, **kwargs)])
+        assert len(kept) == 96 and len(set(kept.tolist()) - set(good)) == 0, kwargs
+        assert len(set(kept.tolist())) == 96, kwargs
+        assert [(c.record, c.offset) for c in ds.corruptions] == [(10, int(offsets[10]))]
+
+
+def test_save_checks_batch_size_before_writing(plain, tmp_path):
+    path, _ = plain
+    ds = tn.open(path, SPEC)
+    out = tmp_path / "out.npz"
+    for bad in (-5, 0):
+        with pytest.raises(ValueError, match=rf"^batch_size must be at least 1, not {bad}$"):
+            ds.save(out, batch_size=bad, progress=False)
+        with pytest.raises(ValueError, match=rf"^batch_size must be at least 1, not {bad}$"):
+            tn.convert(path, out, spec=SPEC, batch_size=bad, progress=False)
+    for bad in (2.5, True, "8"):
+        with pytest.raises(TypeError, match=rf"^batch_size must be an int, not {bad!r}$"):
+            ds.save(out, batch_size=bad, progress=False)
+    assert os.listdir(tmp_path) == []

@@ -618,3 +618,29 @@ def test_packed_varint_decoders_agree_with_the_encoding(values):
     payload = pw.simple_example({"x": (pw.INT64, values), "y": (pw.INT64, [1])})
     out = decode([payload, payload], {"x": tn.VarLen("int64")})["x"]
     assert out.to_list() == [values, values]
+
+
+def test_zero_width_fixed_len_reads_as_zero_width_rows():
+    # reshape(-1, 0) cannot tell a row count, so these once failed to decode
+    empty = {"f": (pw.FLOAT, []), "i": (pw.INT64, []), "b": (pw.BYTES, [])}
+    records = [pw.simple_example(empty)] * 3
+    spec = {
+        "f": tn.FixedLen(0, "float32"),
+        "i": tn.FixedLen((2, 0), "int64"),
+        "b": tn.FixedLen((0,), "bytes"),
+    }
+    out = decode(records, spec)
+    assert same_bits(out["f"], np.zeros((3, 0), np.float32))
+    assert same_bits(out["i"], np.zeros((3, 2, 0), np.int64))
+    assert out["b"].shape == (3, 0) and out["b"].dtype == object
+    steps = [
+        seq_record({}, {"f": (pw.FLOAT, [[], []]), "b": (pw.BYTES, [[], [], []])}),
+        seq_record({}, {}),
+    ]
+    seq = decode(
+        steps,
+        tn.Sequence(sequence={"f": tn.FixedLen(0, "float32"), "b": tn.FixedLen(0, "bytes")}),
+    )
+    assert seq["f"].row_splits.tolist() == [0, 2, 2]
+    assert same_bits(seq["f"].values, np.zeros((2, 0), np.float32))
+    assert seq["b"].row_splits.tolist() == [0, 3, 3] and seq["b"].values.shape == (3, 0)

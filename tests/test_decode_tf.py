@@ -352,3 +352,15 @@ def test_hand_encoded_variants_match_tensorflow(tf, packed):
     assert_same(ours["f"], theirs["f"].numpy(), "f")
     assert ours["i"].to_list() == theirs["i"].to_list() == [ints]
     assert ours["b"].to_list() == theirs["b"].to_list() == [[b"x", b""]]
+
+
+def test_zero_width_fixed_len_matches_tensorflow(tf, tmp_path):
+    path = str(tmp_path / "z.tfrecord")
+    for dtype, tf_dtype in [("S1", tf.string), ("float32", tf.float32), ("int64", tf.int64)]:
+        spec = tn.write(path, {"s": np.zeros((3, 0), dtype)}).spec
+        assert spec == {"s": tn.FixedLen((0,), "bytes" if dtype == "S1" else dtype)}
+        payloads = [r.numpy() for r in tf.data.TFRecordDataset(path)]
+        theirs = tf.io.parse_example(payloads, {"s": tf.io.FixedLenFeature([0], tf_dtype)})
+        ours = tn.read(path, spec)["s"]
+        assert ours.shape == tuple(theirs["s"].shape) == (3, 0), dtype
+        assert ours.dtype == (object if dtype == "S1" else np.dtype(dtype))

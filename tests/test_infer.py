@@ -187,3 +187,23 @@ def test_cli_head_json(mixed_file, capsys):
     assert [r["record"] for r in rows] == [0, 1]
     assert rows[1]["label"] == 1 and rows[1]["tokens"] == [0]
     assert rows[0]["words"] == []
+
+
+def test_wide_records_are_sampled_less(tmp_path):
+    """1 000 features a record: 250 records are surveyed (250 000 pairs), not all 1 024, and
+    the spec still covers every feature."""
+    import protowire as pw
+
+    record = pw.delimited(
+        1,
+        b"".join(
+            pw.delimited(1, pw.entry(f"f{i}", pw.feature(pw.FLOAT, [0.5]))) for i in range(1000)
+        ),
+    )
+    path = tmp_path / "wide.tfrecord"
+    with tn.RecordWriter(path) as w:
+        for _ in range(1024):
+            w.write(record)
+    report = inspect(path)
+    assert report.sampled == 250
+    assert report.spec == {f"f{i}": tn.FixedLen((), "float32") for i in range(1000)}

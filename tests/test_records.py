@@ -175,6 +175,41 @@ def test_write_batch_takes_offset_windows_and_keeps_order(tf_read, tmp_path):
     assert writer.records == len(expected)
 
 
+@pytest.mark.parametrize(
+    ("offsets", "message"),
+    [
+        (
+            [3, 2**62],
+            "write_batch offsets end at 4611686018427387904, past the end of the 10 bytes of data",
+        ),
+        ([-1, 4], "write_batch offsets start at -1, expected >= 0"),
+        (
+            [0, 6, 4, 10],
+            "write_batch offsets go down at record 1: 6 then 4; offsets must be non-decreasing",
+        ),
+        (
+            [[0, 4]],
+            "write_batch offsets must be a 1-D array of n + 1 record boundaries, not an "
+            "array of shape (1, 2)",
+        ),
+        (
+            [],
+            "write_batch offsets must be a 1-D array of n + 1 record boundaries, not an "
+            "array of shape (0,)",
+        ),
+    ],
+)
+def test_write_batch_checks_offsets_before_sizing_its_buffer(tmp_path, offsets, message):
+    path = tmp_path / "o.tfrecord"
+    with tn.RecordWriter(path) as writer:
+        writer.write(b"kept")
+        with pytest.raises(ValueError) as e:
+            writer.write_batch(bytes(10), offsets)
+        assert str(e.value) == message
+        writer.write_batch(bytes(10), [0, 4, 10])  # the writer is still usable
+    assert list(tn.RecordReader(path)) == [b"kept", bytes(4), bytes(6)]
+
+
 def test_writer_rejects_auto_compression(tmp_path):
     with pytest.raises(ValueError) as e:
         tn.RecordWriter(tmp_path / "x.tfrecord", compression="auto")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import string
 
 import h5py
 import numpy as np
@@ -333,3 +334,94 @@ def test_load_refuses_what_is_not_a_complete_output(tmp_path):
     assert len(hidden) == 1 and "tfrecnp.json" not in os.listdir(tmp_path / hidden[0])
     sink.abort()
     assert not any(n.startswith(".killed") for n in listing(tmp_path))
+
+
+def test_load_checks_the_manifest_against_the_arrays(tmp_path):
+    def saved(name="out"):
+        path = write_batches(tmp_path / name, "npy", [{"x": np.arange(20), "y": np.ones(20)}])
+        return path, json.loads((tmp_path / name / "tfrecnp.json").read_text())
+
+    def rewrite(manifest, name="out"):
+        (tmp_path / name / "tfrecnp.json").write_text(json.dumps(manifest))
+
+    path, manifest = saved()
+    np.save(tmp_path / "out" / "x.npy", np.arange(5))  # a truncated column
+    with pytest.raises(
+        tn.TFRecordError,
+        match=r"^\S+out is not a complete tfrecnp output \(column 'x' holds 5 rows, but the "
+        r"manifest says 20 records\); ",
+    ):
+        tn.load(path)
+    np.save(tmp_path / "out" / "x.npy", np.arange(20))
+    rewrite({**manifest, "records": 999})
+    with pytest.raises(
+        tn.TFRecordError, match=r"\(column 'x' holds 20 rows, but the manifest says 999 records\)"
+    ):
+        tn.load(path)
+    np.save(tmp_path / "out" / "x.npy", np.int64(3))
+    rewrite(manifest)
+    with pytest.raises(tn.TFRecordError, match=r"\(column 'x' holds a 0-d array, but the manifest"):
+        tn.load(path)
+    np.save(tmp_path / "out" / "x.npy", np.arange(20))
+    assert tn.load(path).records == 20
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"records": None}, "manifest records None, expected a count >= 0"),
+        ({"records": -1}, "manifest records -1, expected a count >= 0"),
+        ({"columns": None}, "manifest columns None, expected a mapping"),
+        ({"columns": {"x": "x"}}, "column 'x' has layout 'x', expected a kind of 'array', "),
+        ({"columns": {"x": {"kind": "array"}}}, "column 'x': its array layout has no 'array'"),
+        (
+            {"columns": {"x": {"kind": "ragged", "row_splits": "x"}}},
+            "column 'x': its ragged layout has no 'values'",
+        ),
+        ({"columns": {"x": {"kind": "array", "array": 3}}}, "column 'x' names the array 3; "),
+        ({"columns": {"x": {"kind": "array", "array": "nope"}}}, "column 'x': a stored array is "),
+        ({"spec": {"x": {"kind": "nope"}}}, "the manifest's spec does not parse: "),
+    ],
+)
+def test_load_refuses_a_malformed_manifest(tmp_path, change, why):
+    path = write_batches(tmp_path / "out", "npy", [{"x": np.arange(3)}])
+    manifest = json.loads((tmp_path / "out" / "tfrecnp.json").read_text())
+    manifest.update(change)
+    for key in [k for k, v in change.items() if v is None and k == "records"]:
+        del manifest[key]  # a missing key, not just a wrong value
+    (tmp_path / "out" / "tfrecnp.json").write_text(json.dumps(manifest))
+    with pytest.raises(
+        tn.TFRecordError, match=r"is not a complete tfrecnp output \(" + re.escape(why)
+    ):
+        tn.load(path)
+
+
+def test_load_refuses_a_manifest_that_is_not_json(tmp_path):
+    path = write_batches(tmp_path / "out", "npy", [{"x": np.arange(3)}])
+    (tmp_path / "out" / "tfrecnp.json").write_text('{"format": ')
+    with pytest.raises(
+        tn.TFRecordError,
+        match=r"^\S+out is not a complete tfrecnp output \(its manifest is not JSON: ",
+    ):
+        tn.load(path)
+
+
+@pytest.mark.parametrize("name", ["../other/x", "/etc/passwd", "..", "a/b", "a\\b"])
+def test_load_opens_no_array_outside_the_output(tmp_path, name):
+    # a stored array name is a stem(): '/', '\\' and '.' are escaped, so none of these is ours
+    (tmp_path / "other").mkdir()
+    np.save(tmp_path / "other" / "x.npy", np.arange(3))
+    path = write_batches(tmp_path / "out", "npy", [{"x": np.arange(3)}])
+    manifest = json.loads((tmp_path / "out" / "tfrecnp.json").read_text())
+    manifest["columns"]["x"]["array"] = name
+    (tmp_path / "out" / "tfrecnp.json").write_text(json.dumps(manifest))
+    with pytest.raises(
+        tn.TFRecordError,
+        match=re.escape(
+            f"(column 'x' names the array {name!r}; stored array names use only A-Z a-z 0-9 _ - % "
+            ". and no '..')"
+        ),
+    ):
+        tn.load(path)
+    safe = string.ascii_letters + string.digits + "_-%"
+    assert set(stem(name)) <= set(safe)  # what we write never looks like that

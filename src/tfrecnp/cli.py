@@ -598,7 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
         "The spec is inferred unless --spec names a spec file (from `tfrecnp inspect --json`).",
     )
     _add_common(p)
-    p.add_argument("-n", type=int, default=5, help="records to print (default: %(default)s)")
+    p.add_argument(
+        "-n", type=_at_least_one, default=5, help="records to print (default: %(default)s)"
+    )
     p.add_argument("--spec", metavar="FILE", help="spec file to decode with")
     p.set_defaults(run=cmd_head)
 
@@ -614,10 +616,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", default="demo-output", help="folder for the sample (default: %(default)s)"
     )
     p.add_argument(
-        "--records", type=int, default=50_000, help="records to write (default: %(default)s)"
+        "--records",
+        type=_at_least_one,
+        default=50_000,
+        help="records to write (default: %(default)s)",
     )
     p.set_defaults(run=cmd_demo)
     return parser
+
+
+def _at_least_one(text: str) -> int:
+    """An argparse type: a count of 1 or more (argparse names the option in its error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 import dataclasses
+import itertools
 import os
 import queue
 import threading
@@ -286,16 +287,25 @@ def _check_frames(files: _Files, frames: _Frames) -> None:
 
 
 def _read_span(files: _Files, f: int, a: int, b: int) -> _Frames:
-    """Records a..b (numbers within file f) with one read."""
+    """Records a..b (numbers within file f), one read per run of adjacent frames, laid
+    back to back. The frames are adjacent unless on_error="skip" / "warn" indexed around
+    damaged bytes; those are never read (nor walked into by _check_frames)."""
     off, ln = files.file_index(f)
-    start = int(off[a])
-    end = int(off[b - 1] + ln[b - 1] + 16)
-    buf = np.empty(end - start, np.uint8)
+    offsets, lengths = off[a:b], ln[a:b].copy()
+    sizes = lengths + 16
+    starts = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    buf = np.empty(int(starts[-1]), np.uint8)
+    view = memoryview(buf)
+    gaps = np.flatnonzero(offsets[:-1] + sizes[:-1] != offsets[1:]) + 1
+    cuts = [0, *gaps.tolist(), len(sizes)]
     path = files.paths[f]
     with builtins.open(path, "rb", buffering=0) as fh:
-        _pread_into(fh, memoryview(buf), start, path)
+        for lo, hi in itertools.pairwise(cuts):
+            s, e = int(starts[lo]), int(starts[hi])
+            _pread_into(fh, view[s:e], int(offsets[lo]), path)
     locs = (f << LOC_BITS) + np.arange(a, b, dtype=np.int64)
-    frames = _Frames(buf, off[a:b] - start, ln[a:b].copy(), locs)
+    frames = _Frames(buf, starts[:-1], lengths, locs)
     _check_frames(files, frames)
     return frames
 
@@ -635,8 +645,11 @@ class Dataset:
         files = self._files
         if files.seekable:
             start, stop = self._range()
-            for a in range(start, stop, batch_size):
-                yield self._gather_range(a, min(stop, a + batch_size))
+            spans = (
+                self._gather_range(a, min(stop, a + batch_size))
+                for a in range(start, stop, batch_size)
+            )
+            yield from self._full(spans, batch_size)
             return
         if self._whole():
             reader = RecordReader(
@@ -729,9 +742,11 @@ class Dataset:
         self._files.require_seek("batches(shuffle=True)")
         start, stop = self._range()
         order = start + rng.permutation(stop - start)
-        for a in range(0, len(order), batch_size):
-            ids = order[a : a + batch_size]
-            yield self._gather([(_read_records(self._files, ids), None)])
+        picked = (
+            self._gather([(_read_records(self._files, order[a : a + batch_size]), None)])
+            for a in range(0, len(order), batch_size)
+        )
+        yield from self._full(picked, batch_size)
 
     def _buffer_shuffle(
         self, batch_size: int, buffer: int, rng: np.random.Generator
@@ -744,9 +759,18 @@ class Dataset:
         block = max(1, min(batch_size, buffer))
         source = self._stream_frames(pieces, block, cycle=CYCLE_FILES)
         try:
-            yield from _ShufflePool(self, source, batch_size, max(buffer, batch_size), rng)
+            pool = _ShufflePool(self, source, batch_size, max(buffer, batch_size), rng)
+            yield from self._full(iter(pool), batch_size)
         finally:
             source.close()
+
+    def _full(self, batches: Iterator[RecordBatch], batch_size: int) -> Iterator[RecordBatch]:
+        """The batches, except that with on_error="skip" / "warn" a batch short of damaged
+        records (dropped by _gather) is topped up from the next ones: only the last batch
+        may be short, so drop_remainder drops no good records."""
+        if self._files.on_error == "raise":
+            return batches
+        return _rebatch(batches, batch_size)
 
     def _raw_batches(self, batch_size: int, shuffle: Any, seed: Any) -> Iterator[RecordBatch]:
         if shuffle is False or shuffle is None or shuffle == 0:
@@ -781,10 +805,7 @@ class Dataset:
         real items (min(len, 128)); {"tokens": (128, -1)} fills with -1; a length of None,
         or pad=True (every flat Ragged column), pads to the batch's longest row.
         """
-        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
-            raise TypeError(f"batch_size must be an int, not {batch_size!r}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        _check_batch_size(batch_size)
         if not isinstance(shuffle, (bool, int, np.integer)) or (
             not isinstance(shuffle, bool) and shuffle < 0
         ):
@@ -937,6 +958,8 @@ class Dataset:
         files = self._files
         if batch_size is None:
             batch_size = self._save_batch_size()
+        _check_batch_size(batch_size)
+        batch_size = int(batch_size)
         total = len(self) if (files.seekable or files.indexed) else None
         sink = ArraySink(out, fmt, spec=self.spec, overwrite=overwrite)
         bar = Progress(f"saving {os.fspath(out)}", total=total, enabled=progress)
@@ -972,6 +995,13 @@ class Dataset:
         )
 
 
+def _check_batch_size(batch_size: Any) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
+        raise TypeError(f"batch_size must be an int, not {batch_size!r}")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+
+
 def _nbytes(col: Any) -> int:
     if isinstance(col, np.ndarray):
         if col.dtype.hasobject:
@@ -985,20 +1015,53 @@ def _nbytes(col: Any) -> int:
 
 
 def _rebatch(parts: Iterable[RecordBatch], batch_size: int) -> Iterator[RecordBatch]:
-    """Batches of exactly batch_size records (the last may be short) from parts of any size."""
+    """Batches of exactly batch_size records (the last may be short) from parts of any size.
+    A part of exactly batch_size with nothing pending passes through untouched; the others
+    are cut and joined keeping each row's location (_Batch.locs)."""
     pending: list[RecordBatch] = []
     count = 0
     for part in parts:
+        if count or len(part) != batch_size:
+            part = _in_order(part)
         while len(part):
             take = min(batch_size - count, len(part))
-            pending.append(part.slice(0, take) if take < len(part) else part)
-            part = part.slice(take, len(part)) if take < len(part) else part.slice(0, 0)
+            pending.append(_slice(part, 0, take) if take < len(part) else part)
+            part = _slice(part, take, len(part)) if take < len(part) else _slice(part, 0, 0)
             count += take
             if count == batch_size:
-                yield RecordBatch.concat(pending)
+                yield _concat(pending)
                 pending, count = [], 0
     if pending:
-        yield RecordBatch.concat(pending)
+        yield _concat(pending)
+
+
+def _in_order(batch: RecordBatch) -> RecordBatch:
+    """A shuffle pool's batch (rows grouped by chunk, `order` to apply after decoding) with
+    its rows moved into that order, so it can be cut; other batches as they are."""
+    order = getattr(batch, "order", None)
+    if order is None:
+        return batch
+    frames = _frames_of(batch, batch.locs)
+    lengths = frames.lengths[order]
+    data = np.empty(int(lengths.sum()), np.uint8)
+    offsets = np.empty(len(order) + 1, np.int64)
+    framing.gather_payloads(frames.buf, frames.starts[order], lengths, data, offsets, False, 0)
+    return _Batch(data, offsets, (), frames.locs[order], batch.files)
+
+
+def _slice(batch: RecordBatch, start: int, stop: int) -> RecordBatch:
+    part = batch.slice(start, stop)
+    if isinstance(batch, _Batch) and batch.locs is not None:
+        return _Batch(part.data, part.offsets, part.origins, batch.locs[start:stop], batch.files)
+    return part
+
+
+def _concat(batches: list[RecordBatch]) -> RecordBatch:
+    joined = RecordBatch.concat(batches)
+    if len(batches) < 2 or not all(isinstance(b, _Batch) and b.locs is not None for b in batches):
+        return joined
+    locs = np.concatenate([b.locs for b in batches])
+    return _Batch(joined.data, joined.offsets, joined.origins, locs, batches[0].files)
 
 
 class _ShufflePool:

@@ -370,24 +370,26 @@ class Decoder:
             return values
         if op in ("raw_var", "seq_raw"):
             return Ragged._trusted(values, splits)
+        # reshapes name their row count: reshape(-1, ...) cannot infer it for a zero-size shape
         if offs is not None:
             col: Any = BytesColumn._trusted(values, offs)
             if isinstance(spec, FixedLen) and spec.shape != ():
-                col = col.to_numpy().reshape(-1, *spec.shape)
+                n = len(rows) if op == "dense_bytes" else int(splits[-1])
+                col = col.to_numpy().reshape(n, *spec.shape)
         else:
             col = self._cast(c, values, splits, inner, rows, batch)
         if op in ("dense", "dense_bytes"):
             return col
         if op in ("var", "var_bytes"):
             if op == "var":
-                col = col.reshape(-1, *spec.inner_shape)
+                col = col.reshape(int(splits[-1]), *spec.inner_shape)
             return Ragged._trusted(col, splits)
         if op == "seq":
-            return Ragged._trusted(col.reshape(-1, *spec.shape), splits)
+            return Ragged._trusted(col.reshape(int(splits[-1]), *spec.shape), splits)
         if op == "seq_bytes":
             return Ragged._trusted(col, splits)
         if op == "seq_var":
-            col = col.reshape(-1, *spec.inner_shape)
+            col = col.reshape(int(inner[-1]), *spec.inner_shape)
         return Ragged._trusted(Ragged._trusted(col, inner), splits)
 
     def _cast(self, c: _Compiled, values: np.ndarray, splits, inner, rows, batch) -> np.ndarray:

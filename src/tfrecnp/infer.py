@@ -13,7 +13,8 @@ Rules (per feature name, over the sampled records):
   an array's raw bytes: ``tn.Raw(dtype, shape)``).
 
 The sample is the first records of each file (up to 32 files, evenly chosen), so features
-that appear only late in a file can be missed; pass a spec to be sure.
+that appear only late in a file can be missed; pass a spec to be sure. Records with very
+many features are sampled less: at most 250 000 (record, feature) pairs are looked at.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from .spec import KIND_BYTES, KIND_DTYPES, KIND_NAMES, Feature, FixedLen, Sequen
 __all__ = ["FeatureStats", "Inspection", "infer_spec", "inspect"]
 
 MAX_SAMPLED_FILES = 32
+PROBE_RECORDS = 4  # surveyed first, to see how many features a record holds
+MAX_SURVEY_ENTRIES = 250_000  # (record, feature) pairs surveyed at most
 IMAGE_MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
 
 
@@ -78,8 +81,9 @@ def _sample(paths: list[str], sample: int, compression: str | None) -> RecordBat
     return RecordBatch.concat(parts).slice(0, min(sample, sum(map(len, parts))))
 
 
-def _stats(s: Survey, name_id: int, section: int, where: str) -> FeatureStats:
-    rows = (s.name == name_id) & (s.section == section)
+def _stats(s: Survey, rows: np.ndarray, firsts: np.ndarray, where: str) -> FeatureStats:
+    """Stats of one feature from its survey entries `rows` (in record order)."""
+    name_id, section = int(s.name[rows[0]]), int(s.section[rows[0]])
     kinds = s.kind[rows]
     present = kinds != 0
     name = s.names[name_id]
@@ -125,7 +129,7 @@ def _stats(s: Survey, name_id: int, section: int, where: str) -> FeatureStats:
     shape = () if width == 1 else (width,)
     stats.feature = FixedLen(shape, dtype) if fixed else VarLen(dtype)
     if kind == KIND_BYTES:
-        firsts = [f for f in np.array(s.first, dtype=object)[rows][present] if f]
+        firsts = [f for f in firsts[rows][present] if f]
         for magic, image in IMAGE_MAGIC.items():
             if firsts and all(f.startswith(magic) for f in firsts):
                 stats.notes.append(f"{image} images")
@@ -138,20 +142,29 @@ def _stats(s: Survey, name_id: int, section: int, where: str) -> FeatureStats:
     return stats
 
 
-def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], Spec]:
-    s = survey(batch)
-    pairs = np.unique(np.stack([s.section, s.name], axis=1), axis=0).tolist()
-    stats = [_stats(s, n, sec, where) for sec, n in pairs]
+def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], Spec, int]:
+    """Per-feature stats, the proposed spec, and how many records were surveyed."""
+    s = survey(batch.slice(0, min(len(batch), PROBE_RECORDS)))
+    per_record = len(s) / max(s.records, 1)
+    keep = max(1, min(len(batch), int(MAX_SURVEY_ENTRIES / max(per_record, 1))))
+    if keep > s.records:  # wide records are sampled less, so inference stays quick
+        s = survey(batch.slice(0, keep))
+    # One sort groups the entries by (section, feature); stable, so records stay in order.
+    key = s.section * max(len(s.names), 1) + s.name
+    order = np.argsort(key, kind="stable")
+    groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1) if len(order) else []
+    firsts = np.array(s.first, dtype=object)
+    stats = [_stats(s, rows, firsts, where) for rows in groups]
     stats.sort(key=lambda f: (f.sequence, f.name))
     context = {f.name: f.feature for f in stats if not f.sequence and f.feature is not None}
     sequence = {f.name: f.feature for f in stats if f.sequence and f.feature is not None}
     if sequence:
-        return stats, Sequence(context=context, sequence=sequence)
+        return stats, Sequence(context=context, sequence=sequence), s.records
     if not context:
         raise SchemaError(
             f"no features found in the {format_count(len(batch))} sampled records of {where}"
         )
-    return stats, context
+    return stats, context, s.records
 
 
 def infer_spec(paths: Paths, sample: int = 1024, *, compression: str | None = "auto") -> Spec:
@@ -176,12 +189,12 @@ def inspect(paths: Paths, sample: int = 1024, *, compression: str | None = "auto
     batch = _sample(paths, sample, compression)
     if not len(batch):
         return Inspection(files, 0, [], {})
-    stats, spec = _survey_stats(batch, _where(paths))
-    columns = Decoder(spec).decode(batch)
+    stats, spec, surveyed = _survey_stats(batch, _where(paths))
+    columns = Decoder(spec).decode(batch.slice(0, surveyed))
     for f in stats:
         if f.feature is not None:
             f.example = columns[f.name][f.first_row]
-    return Inspection(files, len(batch), stats, spec)
+    return Inspection(files, surveyed, stats, spec)
 
 
 def _where(files: list[str]) -> str:

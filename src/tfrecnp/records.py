@@ -788,6 +788,38 @@ def check_index_option(index: bool, compression: str | None) -> None:
         )
 
 
+def require_folder(path: str) -> None:
+    """Outputs go into folders that exist: a typo in a path fails here, before any work,
+    rather than creating folders nobody asked for."""
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot write {path}: no such directory {folder}")
+
+
+def _check_offsets(offsets: np.ndarray, size: int) -> None:
+    """Offsets fit for write_batch: checked before they size a buffer, so that wrong ones
+    raise instead of asking for exabytes or framing bytes from outside the data."""
+    if offsets.ndim != 1 or len(offsets) == 0:
+        raise ValueError(
+            f"write_batch offsets must be a 1-D array of n + 1 record boundaries, not an array "
+            f"of shape {offsets.shape}"
+        )
+    if offsets[0] < 0:
+        raise ValueError(f"write_batch offsets start at {offsets[0]}, expected >= 0")
+    if len(offsets) > 1:
+        down = np.flatnonzero(offsets[1:] < offsets[:-1])
+        if len(down):
+            i = int(down[0])
+            raise ValueError(
+                f"write_batch offsets go down at record {i}: {offsets[i]} then "
+                f"{offsets[i + 1]}; offsets must be non-decreasing"
+            )
+    if offsets[-1] > size:
+        raise ValueError(
+            f"write_batch offsets end at {offsets[-1]}, past the end of the {size} bytes of data"
+        )
+
+
 class RecordWriter(CloseOrAbort):
     """Writes TFRecord frames to `path` under a hidden temporary name, renamed on a clean close.
 
@@ -826,9 +858,7 @@ class RecordWriter(CloseOrAbort):
         self.path = os.fspath(path)
         self.compression = normalize_compression(compression, allow_auto=False)
         check_index_option(index, self.compression)
-        folder = os.path.dirname(self.path) or "."
-        if not os.path.isdir(folder):
-            raise FileNotFoundError(f"cannot write {self.path}: no such directory {folder}")
+        require_folder(self.path)
         self.index = bool(index)
         self.tmp = hidden_sibling(self.path)
         self.index_tmp = self.tmp + INDEX_SUFFIX if index else None
@@ -873,6 +903,7 @@ class RecordWriter(CloseOrAbort):
         data = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data
         data = np.ascontiguousarray(data.reshape(-1).view(np.uint8))
         offsets = np.ascontiguousarray(offsets, dtype=np.int64)
+        _check_offsets(offsets, len(data))
         self._write_frames(data, offsets)
 
     def finish(self) -> None:

@@ -723,14 +723,88 @@ def load(path: str | os.PathLike) -> Arrays:
 
 
 def _check_manifest(path: str, manifest: Any) -> dict:
+    """The manifest, if its shape is what `_build` reads: a damaged or hand-edited one is
+    refused with what is wrong, not a KeyError halfway through."""
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
         raise _not_ours(path, f"manifest format {found!r}, expected {MANIFEST_FORMAT!r}")
+    records = manifest.get("records")
+    if type(records) is not int or records < 0:
+        raise _not_ours(path, f"manifest records {records!r}, expected a count >= 0")
+    columns = manifest.get("columns")
+    if not isinstance(columns, dict):
+        raise _not_ours(path, f"manifest columns {columns!r}, expected a mapping")
+    for name, layout in columns.items():
+        _check_layout(path, name, layout)
     return manifest
+
+
+def _check_array_name(path: str, column: str, name: Any) -> None:
+    # stored names are stem()s plus .values / .offsets / .row_splits suffixes: never a '/',
+    # a '..' or an absolute path, so one of those points outside the output
+    if not isinstance(name, str) or not name or not set(name) <= _SAFE | {"%", "."} or ".." in name:
+        raise _not_ours(
+            path,
+            f"column {column!r} names the array {name!r}; stored array names use only "
+            "A-Z a-z 0-9 _ - % . and no '..'",
+        )
+
+
+def _check_layout(path: str, column: str, layout: Any) -> None:
+    kind = layout.get("kind") if isinstance(layout, dict) else None
+    keys = {"array": ("array",), "bytes": ("values", "offsets"), "ragged": ("row_splits",)}
+    if kind not in keys:
+        raise _not_ours(
+            path,
+            f"column {column!r} has layout {layout!r}, expected a kind of "
+            "'array', 'bytes' or 'ragged'",
+        )
+    for key in keys[kind]:
+        if key not in layout:
+            raise _not_ours(path, f"column {column!r}: its {kind} layout has no {key!r}")
+        _check_array_name(path, column, layout[key])
+    shape = layout.get("shape")
+    if (
+        kind == "bytes"
+        and shape is not None
+        and not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape))
+    ):
+        raise _not_ours(path, f"column {column!r}: shape {shape!r}, expected a list of sizes")
+    if kind == "ragged":
+        if "values" not in layout:
+            raise _not_ours(path, f"column {column!r}: its ragged layout has no 'values'")
+        _check_layout(path, column, layout["values"])
+
+
+def _parse_manifest(path: str, text: str | bytes) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        raise _not_ours(path, f"its manifest is not JSON: {e}") from None
 
 
 def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
     """Columns from the manifest's layouts; array(name) opens one stored array."""
+    records = manifest["records"]
+
+    def fixed(col: BytesColumn, layout: dict) -> np.ndarray:
+        # rows of `shape` strings each; the row count comes from the layout (else the strings),
+        # since reshape(-1, ...) cannot tell it for a zero-size shape
+        shape, size = layout["shape"], math.prod(layout["shape"])
+        n = layout.get("rows", len(col) // size if size else 0)
+        if type(n) is not int or len(col) != n * size:
+            raise _not_ours(
+                path,
+                f"a bytes column of shape {shape} holds {len(col)} strings, expected "
+                f"{n!r} rows x {size}",
+            )
+        return col.to_numpy().reshape(n, *shape)
+
+    def rows(col: Any) -> int:
+        shape = getattr(col, "shape", None)
+        if shape is not None and not isinstance(col, (Ragged, BytesColumn)):
+            return int(shape[0]) if len(shape) else -1
+        return len(col)
 
     def column(layout: dict) -> Any:
         kind = layout["kind"]
@@ -742,10 +816,10 @@ def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
                 checked = BytesColumn(values, offsets)  # validates offsets against the data
                 col = BytesColumn._trusted(values, checked.offsets)  # keeps the np.memmap
                 if layout.get("shape"):
-                    return col.to_numpy().reshape(-1, *layout["shape"])
+                    return fixed(col, layout)
                 return col
             if layout.get("shape"):
-                return LazyBytes(values, offsets)[:].to_numpy().reshape(-1, *layout["shape"])
+                return fixed(LazyBytes(values, offsets)[:], layout)
             return LazyBytes(values, offsets)
         if kind == "ragged":
             values, splits = column(layout["values"]), array(layout["row_splits"])
@@ -758,19 +832,31 @@ def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
         raise _not_ours(path, f"unknown column kind {kind!r}")
 
     spec = manifest.get("spec")
-    columns = {name: column(layout) for name, layout in manifest["columns"].items()}
-    return Arrays(
-        columns,
-        path=path,
-        format=fmt,
-        records=int(manifest["records"]),
-        spec=None if spec is None else spec_from_json(spec),
-    )
+    if spec is not None:
+        try:
+            spec = spec_from_json(spec)
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise _not_ours(path, f"the manifest's spec does not parse: {e}") from None
+    columns = {}
+    for name, layout in manifest["columns"].items():
+        try:
+            col = column(layout)
+        except (KeyError, FileNotFoundError) as e:
+            raise _not_ours(path, f"column {name!r}: a stored array is missing ({e})") from None
+        n = rows(col)
+        if n != records:
+            raise _not_ours(
+                path,
+                f"column {name!r} holds {'a 0-d array' if n < 0 else f'{n} rows'}, but the "
+                f"manifest says {records} records",
+            )
+        columns[name] = col
+    return Arrays(columns, path=path, format=fmt, records=records, spec=spec)
 
 
 def _load_npy(path: str) -> Arrays:
     with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
-        manifest = _check_manifest(path, json.load(f))
+        manifest = _check_manifest(path, _parse_manifest(path, f.read()))
 
     def array(name: str) -> np.ndarray:
         return np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False)
@@ -797,7 +883,7 @@ def _zip_member_offset(path: str, info: zipfile.ZipInfo) -> int:
 def _load_npz(path: str) -> Arrays:
     with zipfile.ZipFile(path) as zf:
         try:
-            manifest = _check_manifest(path, json.loads(zf.read(MANIFEST)))
+            manifest = _check_manifest(path, _parse_manifest(path, zf.read(MANIFEST)))
         except KeyError:
             raise _not_ours(path, f"no {MANIFEST} member") from None
         infos = {i.filename: i for i in zf.infolist()}
@@ -835,7 +921,7 @@ def _load_hdf5(path: str) -> Arrays:
         text = f.attrs.get("tfrecnp")
         if text is None:
             raise _not_ours(path, "no 'tfrecnp' attribute on the root group")
-        manifest = _check_manifest(path, json.loads(text))
+        manifest = _check_manifest(path, _parse_manifest(path, text))
         out = _build(path, "hdf5", manifest, lambda name: f[name])
     except BaseException:
         f.close()

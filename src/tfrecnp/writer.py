@@ -20,7 +20,8 @@ numbers, encoding="raw"        one bytes value: the row's raw        Raw(dtype, 
                                little-endian bytes
 =============================  ====================================  =========================
 
-float_list holds float32: float64 values are rounded (encoding="raw" keeps them exact).
+float_list holds float32: float64 values are rounded, and finite ones beyond float32's
+range are refused (encoding="raw" keeps them exact).
 str is written as UTF-8 and reads back as bytes. Feature keys are written in one fixed
 order, so equal inputs give equal bytes: the order of ``SerializeToString(deterministic=True)``
 in Python TensorFlow (protobuf's upb runtime), which is bytewise except that a key comes
@@ -53,6 +54,7 @@ from .records import (
     RecordWriter,
     check_index_option,
     file_compression,
+    require_folder,
 )
 from .sinks import LazyBytes, LazyRagged
 from .spec import FixedLen, Raw, VarLen
@@ -212,8 +214,22 @@ def _check_uint64(name: str, values: np.ndarray, row_of) -> None:
 def _numeric(name: str, values: np.ndarray, row_of) -> tuple[int, Any]:
     """(encoder kind, contiguous float32 / int64 values) of a numeric block."""
     if values.dtype.kind == "f":
-        with np.errstate(over="ignore"):  # float64 beyond float32's range -> inf, as TF
-            return encode.FLOAT, np.ascontiguousarray(values, dtype="<f4").reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            out = np.ascontiguousarray(values, dtype="<f4").reshape(-1)
+        if values.dtype.itemsize > 4:
+            # a finite value beyond float32's range would be stored as inf without a word
+            inf = np.isinf(out)
+            if inf.any():
+                flat = values.reshape(-1)
+                over = np.flatnonzero(inf & np.isfinite(flat))
+                if len(over):
+                    i = int(over[0])
+                    raise SchemaError(
+                        f"feature {name!r} row {row_of(i)}: value {float(flat[i])!r} does not "
+                        f"fit float32 (float_list); write it with encoding='raw' to keep "
+                        f"{values.dtype.name}"
+                    )
+        return encode.FLOAT, out
     _check_uint64(name, values, row_of)
     return encode.INT64, np.ascontiguousarray(values, dtype="<i8").reshape(-1)
 
@@ -573,7 +589,7 @@ class Writer(CloseOrAbort):
         self._progress = Progress(f"writing {self.path}", enabled=progress)
         self._expected: list[tuple[list[_Column], int]] = []
         self.closed = False
-        os.makedirs(self._dir, exist_ok=True)
+        require_folder(self.path)
 
     # public --------------------------------------------------------------------------
 
