@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, PEER_TIMEOUT, run_peer, warm_page_cache
+from common import DATA_DIR, PEER_TIMEOUT, run_peer, timed, warm_page_cache
 
 SIDE = 32  # raw tensors are SIDE x SIDE float32
 BIG_RECORDS = 524_288  # 2.17 GB of 4 KiB tensors: >= 2 GiB
@@ -181,13 +181,8 @@ def peer_main(argv: list[str]) -> int:
 
     else:
         raise SystemExit(f"unknown peer {kind}")
-    seconds, n = [], 0
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        n = loop()
-        seconds.append(time.perf_counter() - t0)
-        if kind == "seed000":
-            shutil.rmtree(dst, ignore_errors=True)
+    cleanup = (lambda: shutil.rmtree(dst, ignore_errors=True)) if kind == "seed000" else None
+    seconds, n = timed(loop, runs, after=cleanup)
     print(json.dumps({"seconds": seconds, "records": n, "rss_mib": peak_rss_mib()}), flush=True)
     return 0
 

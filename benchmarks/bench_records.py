@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +42,7 @@ from common import (
     peer_report,
     print_table,
     run_peer,
+    timed,
     warm_page_cache,
 )
 
@@ -220,11 +220,7 @@ def peer_main(argv: list[str]) -> int:
 
     else:
         raise SystemExit(f"unknown peer {kind}")
-    seconds, n = [], 0
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        n = loop()
-        seconds.append(time.perf_counter() - t0)
+    seconds, n = timed(loop, runs)
     peer_report(seconds, n)
     return 0
 

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, Result, peer_report, print_table, run_peer, warm_page_cache
+from common import DATA_DIR, Result, peer_report, print_table, run_peer, timed, warm_page_cache
 
 # name -> (rows, row shape, encoding)
 CASES = {
@@ -191,14 +191,11 @@ def peer_main(argv: list[str]) -> int:
 
     else:
         raise SystemExit(f"unknown peer {kind}")
-    seconds, n, size = [], 0, 0
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        n = loop()
-        seconds.append(time.perf_counter() - t0)
-        size = os.path.getsize(dst)
-        os.unlink(dst)
-    peer_report(seconds, n, bytes=size)
+    sizes = []
+    seconds, n = timed(
+        loop, runs, after=lambda: (sizes.append(os.path.getsize(dst)), os.unlink(dst))
+    )
+    peer_report(seconds, n, bytes=sizes[-1])
     return 0
 
 

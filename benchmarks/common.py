@@ -23,14 +23,24 @@ DATA_DIR = Path(os.environ.get("TFRECNP_BENCH_DATA", BENCH_DIR.parent / "bench-d
 PEER_TIMEOUT = 600  # seconds; a peer that takes longer is reported as failed
 
 
-def timings(fn: Callable[[], object], runs: int) -> list[float]:
-    """Wall-clock seconds of `runs` calls of fn."""
-    out = []
+def timed(
+    fn: Callable[[], object], runs: int, *, after: Callable[[], object] | None = None
+) -> tuple[list[float], object]:
+    """Wall-clock seconds of `runs` calls of fn, and what the last call returned; `after`
+    runs untimed after each call (to clean up its output)."""
+    out, result = [], None
     for _ in range(runs):
         t0 = time.perf_counter()
-        fn()
+        result = fn()
         out.append(time.perf_counter() - t0)
-    return out
+        if after is not None:
+            after()
+    return out, result
+
+
+def timings(fn: Callable[[], object], runs: int) -> list[float]:
+    """Wall-clock seconds of `runs` calls of fn."""
+    return timed(fn, runs)[0]
 
 
 def interleaved(

@@ -524,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--batch-size",
-        type=int,
+        type=_at_least_one,
         metavar="N",
         help="TFRecord sources: records per batch (default: about 8 MiB of records)",
     )
@@ -553,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--records-per-shard",
-        type=int,
+        type=_at_least_one,
         metavar="N",
         help="split the output into shards of N records, named like TensorFlow's",
     )
@@ -587,7 +587,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(p)
     p.add_argument(
-        "--sample", type=int, default=1024, help="records to sample (default: %(default)s)"
+        "--sample",
+        type=_at_least_one,
+        default=1024,
+        help="records to sample (default: %(default)s)",
     )
     p.set_defaults(run=cmd_inspect)
 

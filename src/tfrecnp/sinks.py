@@ -597,71 +597,63 @@ class ArraySink(CloseOrAbort):
 # --- loading ---------------------------------------------------------------------------------
 
 
-class LazyBytes:
-    """A bytes column still on disk (HDF5 / Zarr): [i] -> bytes, [a:b] -> BytesColumn read
-    from the store; [:] loads the whole column."""
+class _LazyColumn:
+    """A variable-length column still on disk (HDF5 / Zarr): values plus n + 1 splits.
+    [i] -> one row, [a:b] -> rows read from the store; [:] loads the whole column."""
 
-    def __init__(self, values: Any, offsets: Any):
+    def __init__(self, values: Any, splits: Any):
         self.values = values
-        self.offsets = offsets
+        self._splits = splits
 
     def __len__(self) -> int:
-        return int(self.offsets.shape[0]) - 1
+        return int(self._splits.shape[0]) - 1
+
+    def __getitem__(self, index: Any) -> Any:
+        n = len(self)
+        if isinstance(index, (int, np.integer)):
+            i = int(index) + n if index < 0 else int(index)
+            if not 0 <= i < n:
+                raise IndexError(f"row {index} out of range for {n} rows")
+            return self[i : i + 1][0]
+        if not isinstance(index, slice) or index.indices(n)[2] != 1:
+            raise TypeError("a lazy column reads an int or a slice with step 1; [:] loads it all")
+        a, b, _ = index.indices(n)
+        splits = np.asarray(self._splits[a : max(a, b) + 1], np.int64)
+        return self._rows(self.values[int(splits[0]) : int(splits[-1])], splits - splits[0])
+
+    def _rows(self, values: Any, splits: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} rows)"
+
+
+class LazyBytes(_LazyColumn):
+    """A bytes column on disk: [i] -> bytes, [a:b] -> BytesColumn."""
+
+    @property
+    def offsets(self) -> Any:
+        return self._splits
 
     @property
     def dtype(self) -> str:
         return "bytes"
 
-    def __getitem__(self, index: Any) -> Any:
-        n = len(self)
-        if isinstance(index, (int, np.integer)):
-            i = int(index) + n if index < 0 else int(index)
-            if not 0 <= i < n:
-                raise IndexError(f"row {index} out of range for {n} rows")
-            return self[i : i + 1][0]
-        if not isinstance(index, slice) or index.indices(n)[2] != 1:
-            raise TypeError("a lazy column reads an int or a slice with step 1; [:] loads it all")
-        a, b, _ = index.indices(n)
-        b = max(a, b)
-        offsets = np.asarray(self.offsets[a : b + 1], np.int64)
-        data = np.asarray(self.values[int(offsets[0]) : int(offsets[-1])], np.uint8)
-        return BytesColumn(data, offsets - offsets[0])
-
-    def __repr__(self) -> str:
-        return f"LazyBytes({len(self)} values)"
+    def _rows(self, values: Any, splits: np.ndarray) -> BytesColumn:
+        return BytesColumn(np.asarray(values, np.uint8), splits)
 
 
-class LazyRagged:
-    """A Ragged column still on disk (HDF5 / Zarr): [i] -> the row, [a:b] -> a Ragged read
-    from the store; [:] loads the whole column."""
+class LazyRagged(_LazyColumn):
+    """A Ragged column on disk: [i] -> the row, [a:b] -> Ragged."""
 
-    def __init__(self, values: Any, row_splits: Any):
-        self.values = values
-        self.row_splits = row_splits
+    @property
+    def row_splits(self) -> Any:
+        return self._splits
 
-    def __len__(self) -> int:
-        return int(self.row_splits.shape[0]) - 1
-
-    def __getitem__(self, index: Any) -> Any:
-        n = len(self)
-        if isinstance(index, (int, np.integer)):
-            i = int(index) + n if index < 0 else int(index)
-            if not 0 <= i < n:
-                raise IndexError(f"row {index} out of range for {n} rows")
-            return self[i : i + 1][0]
-        if not isinstance(index, slice) or index.indices(n)[2] != 1:
-            raise TypeError("a lazy column reads an int or a slice with step 1; [:] loads it all")
-        a, b, _ = index.indices(n)
-        b = max(a, b)
-        splits = np.asarray(self.row_splits[a : b + 1], np.int64)
-        lo, hi = int(splits[0]), int(splits[-1])
-        values = self.values[lo:hi]
+    def _rows(self, values: Any, splits: np.ndarray) -> Ragged:
         if not isinstance(values, (Ragged, BytesColumn)):
             values = np.asarray(values)
-        return Ragged(values, splits - lo)
-
-    def __repr__(self) -> str:
-        return f"LazyRagged({len(self)} rows)"
+        return Ragged(values, splits)
 
 
 class Arrays(dict):

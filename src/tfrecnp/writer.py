@@ -53,7 +53,6 @@ from .records import (
     RecordReader,
     RecordWriter,
     check_index_option,
-    file_compression,
     require_folder,
 )
 from .sinks import LazyBytes, LazyRagged
@@ -914,11 +913,6 @@ def convert(
         )
     fmt = array_format(src)
     if fmt is None:
-        if os.path.isfile(src) and _is_tfrecord(src):
-            raise NotImplementedError(
-                f"{src} is a TFRecord file; converting TFRecords to arrays comes with "
-                "tn.open(...).save(...)"
-            )
         if not os.path.exists(src):
             raise FileNotFoundError(f"no such file: {src}")
         raise ValueError(
@@ -936,17 +930,3 @@ def convert(
             progress=progress,
             verify=verify,
         )
-
-
-def _is_tfrecord(path: str) -> bool:
-    try:
-        compression = file_compression(path, "auto")
-    except OSError:
-        return False
-    if compression:
-        return True
-    with open(path, "rb") as f:
-        head = f.read(12)
-    return len(head) == 12 and framing.mask_crc(framing.crc32c(head[:8])) == int.from_bytes(
-        head[8:12], "little"
-    )
