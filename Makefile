@@ -4,14 +4,14 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check --quiet
-CORE := $(wildcard src/tfrecnp/_core/*.pyx src/tfrecnp/_core/*.pxd) setup.py pyproject.toml
+CORE := $(wildcard src/tfrecnp/_core/*.pyx src/tfrecnp/_core/*.pxd src/tfrecnp/_core/*.h) setup.py pyproject.toml
 LINTED := src tests benchmarks
 
 .PHONY: demo test lint format bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
-	$(PIP) install --upgrade pip "setuptools>=69" wheel "Cython>=3.0" numpy
+	$(PIP) install --upgrade pip "setuptools>=77" wheel "Cython>=3.0" numpy
 
 # The editable install compiles the core in place; it reruns when a .pyx changes.
 $(VENV)/.built: $(CORE) | $(PY)

@@ -12,7 +12,7 @@ RSS is its own, read from ru_maxrss) and reads the whole file `--runs` times:
 
 - tfrecnp: RecordReader(path).batches(n) + Decoder(spec).decode(batch), the next batch
   read while the last one decodes (two in flight, as tn.read does); n from
-  tfrecnp.decode.batch_size (about 4 MiB of payload, at most 4096 records);
+  tfrecnp.data.read.batch_size (about 4 MiB of payload, at most 4096 records);
 - tfrecnp serial: the same loop without overlap (each batch split over all cores);
 - TensorFlow: TFRecordDataset(path).batch(1024).map(tf.io.parse_example,
   num_parallel_calls=AUTOTUNE) (+ decode_raw for the raw tensors), .numpy() on every
@@ -140,7 +140,7 @@ def spec_of(case: str) -> dict:
 
 def run_ours(case: str, path: str, runs: int, pipelined: bool) -> dict:
     import tfrecnp as tn
-    from tfrecnp.decode import _pipelined, batch_size
+    from tfrecnp.data.read import _pipelined, batch_size
 
     decoder = tn.Decoder(spec_of(case))
     size = batch_size(path)

@@ -19,7 +19,7 @@ import pytest
 import zarr
 
 import tfrecnp as tn
-from tfrecnp.arrays import open_arrays
+from tfrecnp.arrays.sources import open_arrays
 from tfrecnp.cli import main
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrecnp as tn
-from tfrecnp.columns import concat_columns, take_column
+from tfrecnp.example.columns import concat_columns, take_column
 
 rows_of_ints = st.lists(st.lists(st.integers(-(2**63), 2**63 - 1), max_size=8), max_size=12)
 rows_of_bytes = st.lists(st.lists(st.binary(max_size=6), max_size=5), max_size=10)

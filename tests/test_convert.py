@@ -16,12 +16,11 @@ import pytest
 from test_dataset import N_A, SPEC, N, assert_batch, make_files, same, take
 
 import tfrecnp as tn
-from tfrecnp import progress
+from tfrecnp._util import progress
+from tfrecnp._util.progress import Progress, format_duration, format_rate
+from tfrecnp._util.text import format_count
 from tfrecnp.cli import main
-from tfrecnp.columns import Ragged
-from tfrecnp.errors import format_count
-from tfrecnp.progress import Progress, format_duration, format_rate
-from tfrecnp.sinks import LazyBytes, LazyRagged
+from tfrecnp.example.columns import LazyBytes, LazyRagged, Ragged
 
 FORMATS = {"npy": "out", "npz": "out.npz", "hdf5": "out.h5", "zarr": "out.zarr"}
 

@@ -18,9 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrecnp as tn
-from tfrecnp.decode import Decoder, decode, read, survey
+from tfrecnp.data.read import read
+from tfrecnp.example.decode import Decoder, decode, survey
+from tfrecnp.example.spec import Feature
 
-decode_module = importlib.import_module("tfrecnp.decode")  # tn.decode is the function
+decode_module = importlib.import_module("tfrecnp.example.decode")  # tn.decode: the function
+read_module = importlib.import_module("tfrecnp.data.read")
 INT64_EXTREMES = [0, 1, -1, 127, 128, 2**31, -(2**31) - 1, 2**32, 2**62, 2**63 - 1, -(2**63)]
 
 
@@ -531,7 +534,7 @@ def test_read_pipelines_many_chunked_batches_without_deadlock(tmp_path, monkeypa
     # decode splits into chunks run by the chunk pool: neither may wait on the other.
     monkeypatch.setattr(decode_module, "CHUNK_MIN_BYTES", 256)
     monkeypatch.setattr(decode_module, "CHUNK_MIN_RECORDS", 4)
-    monkeypatch.setattr(decode_module, "BATCH_RECORDS", (64, 64))
+    monkeypatch.setattr(read_module, "BATCH_RECORDS", (64, 64))
     path = tmp_path / "many.tfrecord"
     with tn.RecordWriter(path) as w:
         for i in range(2000):
@@ -547,7 +550,7 @@ def test_read_pipelines_many_chunked_batches_without_deadlock(tmp_path, monkeypa
     assert result["x"].tolist() == list(range(2000))
 
 
-class Shout(tn.spec.Feature):
+class Shout(Feature):
     """A feature read as another one and finished in Python (the hook tn.Image uses)."""
 
     def decode_as(self):
@@ -584,8 +587,8 @@ def test_batch_size_aims_at_a_few_mib(tmp_path):
     with tn.RecordWriter(big) as w:
         for _ in range(3):
             w.write(pw.simple_example({"r": (pw.BYTES, [b"\0" * (1 << 20)])}))
-    assert decode_module.batch_size(small) == 4096
-    assert decode_module.batch_size(big) == 64
+    assert read_module.batch_size(small) == 4096
+    assert read_module.batch_size(big) == 64
 
 
 def test_decoders_pickle():

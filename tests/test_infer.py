@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import tfrecnp as tn
 from tfrecnp.cli import main
-from tfrecnp.infer import infer_spec, inspect
+from tfrecnp.example.infer import infer_spec, inspect
 
 KINDS = {"int64": "int64_list", "float32": "float_list", "bytes": "bytes_list"}
 

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecnp as tn
-from tfrecnp.records import file_compression, index_path
+from tfrecnp.format.index import index_path
+from tfrecnp.format.reader import file_compression
 
 COMPRESSIONS = [None, "GZIP", "ZLIB"]
 

@@ -14,8 +14,8 @@ import pytest
 import zarr
 
 import tfrecnp as tn
-from tfrecnp.columns import BytesColumn, Ragged, concat_columns
-from tfrecnp.sinks import ArraySink, LazyBytes, LazyRagged, output_format, stem
+from tfrecnp.arrays.sinks import ArraySink, output_format, stem
+from tfrecnp.example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged, concat_columns
 
 FORMATS = {"npy": "out", "npz": "out.npz", "hdf5": "out.h5", "zarr": "out.zarr"}
 

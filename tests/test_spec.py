@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrecnp as tn
-from tfrecnp.spec import as_spec
+from tfrecnp.example.spec import as_spec
 
 # --- construction ------------------------------------------------------------------------
 

@@ -5,9 +5,11 @@ plus offsets), checks every CRC in a compiled core with the GIL released, and wr
 back atomically. `import tfrecnp` needs only NumPy.
 """
 
-from .columns import BytesColumn, Ragged
-from .dataset import Dataset, RandomAccessError, convert, open
-from .decode import Decoder, decode, read
+from ._version import __version__
+from .arrays.load import Arrays, load
+from .data.convert import convert
+from .data.dataset import Dataset, RandomAccessError, open
+from .data.read import read
 from .errors import (
     CorruptRecordError,
     CorruptRecordWarning,
@@ -15,21 +17,10 @@ from .errors import (
     SchemaError,
     TFRecordError,
 )
-from .infer import infer_spec
-from .records import (
-    RecordBatch,
-    RecordIndex,
-    RecordReader,
-    RecordWriter,
-    count_records,
-    expand_paths,
-    iter_records,
-    read_index,
-    scan_file,
-    write_index,
-)
-from .sinks import Arrays, load
-from .spec import (
+from .example.columns import BytesColumn, Ragged
+from .example.decode import Decoder, decode
+from .example.infer import infer_spec
+from .example.spec import (
     Bytes,
     FixedLen,
     Raw,
@@ -39,9 +30,11 @@ from .spec import (
     spec_from_tf,
     spec_to_json,
 )
-from .writer import Writer, WriteResult, write
-
-__version__ = "0.1.0"
+from .example.write import Writer, WriteResult, write
+from .format.index import RecordIndex, read_index, write_index
+from .format.paths import expand_paths
+from .format.reader import RecordBatch, RecordReader, count_records, iter_records, scan_file
+from .format.writer import RecordWriter
 
 __all__ = [
     "Arrays",
@@ -66,6 +59,7 @@ __all__ = [
     "VarLen",
     "WriteResult",
     "Writer",
+    "__version__",
     "convert",
     "count_records",
     "decode",

@@ -3,31 +3,20 @@ failed, where (file, record, byte offset, feature), and what to do."""
 
 from __future__ import annotations
 
+from ._util.text import format_count
+
 __all__ = [
     "CorruptRecordError",
     "CorruptRecordWarning",
     "MemoryBudgetError",
     "SchemaError",
     "TFRecordError",
-    "format_count",
-    "format_size",
 ]
 
 
-def format_count(n: int) -> str:
-    """1234567 -> '1 234 567' (grouped so large offsets and lengths read at a glance)."""
-    return f"{n:,}".replace(",", " ")
-
-
-def format_size(n: int) -> str:
-    """Bytes as a short human size: '512 bytes', '3 MiB', '1.5 GiB'."""
-    if n < 1024:
-        return f"{n} byte" + ("" if n == 1 else "s")
-    for unit in ("KiB", "MiB", "GiB", "TiB", "PiB"):
-        n /= 1024
-        if n < 1024 or unit == "PiB":
-            return f"{n:.3g} {unit}"
-    raise AssertionError("unreachable")
+SALVAGE_HINT = (
+    "run `tfrecnp verify --salvage OUT` to copy the good records, or pass on_error='skip'"
+)
 
 
 class TFRecordError(Exception):
@@ -49,6 +38,16 @@ class CorruptRecordError(TFRecordError, ValueError):
         self.hint = hint
         where = f"{path} record {record} (byte {format_count(offset)})"
         super().__init__(f"{reason} at {where}" + (f"; {hint}" if hint else ""))
+
+    def __reduce__(self) -> tuple:
+        # Keyword-only fields: pickle (PyTorch workers, multiprocessing, Ray) rebuilds the
+        # error from them, and keeps any attribute set later (such as `skipped`).
+        fields = {"path": self.path, "record": self.record, "offset": self.offset}
+        return (_rebuild_corrupt, (type(self), self.reason, fields, self.hint), self.__dict__)
+
+
+def _rebuild_corrupt(cls: type, reason: str, fields: dict, hint: str) -> CorruptRecordError:
+    return cls(reason, hint=hint, **fields)
 
 
 class SchemaError(TFRecordError, ValueError):

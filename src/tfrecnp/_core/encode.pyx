@@ -34,19 +34,7 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-cdef extern from *:
-    """
-    #include <stdint.h>
-    static inline int tfrecnp_varint_size(uint64_t v) {
-    #if defined(__GNUC__) || defined(__clang__)
-        return 1 + (63 - __builtin_clzll(v | 1)) / 7;
-    #else
-        int n = 1;
-        while (v >= 0x80) { v >>= 7; n++; }
-        return n;
-    #endif
-    }
-    """
+cdef extern from "varint_size.h":
     int tfrecnp_varint_size(uint64_t v) noexcept nogil
 
 cdef enum Kind:

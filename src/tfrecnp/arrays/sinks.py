@@ -42,18 +42,16 @@ from typing import Any
 
 import numpy as np
 
-from .columns import BytesColumn, Column, Ragged
-from .errors import SchemaError, TFRecordError, format_count
-from .records import CloseOrAbort, hidden_sibling
-from .spec import spec_from_json, spec_to_json
+from .._util.atomic import CloseOrAbort, hidden_sibling
+from .._util.optional import install_hint
+from ..errors import SchemaError
+from ..example.columns import BytesColumn, Column, Ragged
+from ..example.spec import spec_to_json
+from .npy import npy_header
 
 __all__ = [
     "FORMATS",
     "ArraySink",
-    "Arrays",
-    "LazyBytes",
-    "LazyRagged",
-    "load",
     "output_format",
     "stem",
 ]
@@ -73,16 +71,7 @@ _EXTENSIONS = {
     ".npy": "npy",
 }
 _ALIASES = {"npy": "npy", "npz": "npz", "hdf5": "hdf5", "h5": "hdf5", "zarr": "zarr"}
-_SAFE = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
-NPY_MAGIC = b"\x93NUMPY"
-HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-ZIP_MAGIC = b"PK\x03\x04"
-
-
-def _install_hint(module: str, extra: str) -> ImportError:
-    return ImportError(
-        f"this format needs {module}: pip install 'tfrecnp[{extra}]' (or pip install {module})"
-    )
+SAFE_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
 def stem(name: str) -> str:
@@ -93,7 +82,7 @@ def stem(name: str) -> str:
         return "%"
     out = []
     for ch in name:
-        if ch in _SAFE:
+        if ch in SAFE_CHARS:
             out.append(ch)
         else:
             out.extend(f"%{b:02X}" for b in ch.encode("utf-8", "surrogateescape"))
@@ -130,22 +119,6 @@ def output_format(path: str | os.PathLike, format: str | None = None) -> str:
 
 
 # --- leaves: one growing array each -------------------------------------------------------
-
-
-def _npy_header(dtype: np.dtype, shape: tuple[int, ...], size: int | None = None) -> bytes:
-    """A version 1.0 .npy header for (dtype, shape), padded with spaces to `size` bytes (or
-    to the next multiple of 64)."""
-    text = (
-        f"{{'descr': {np.lib.format.dtype_to_descr(dtype)!r}, 'fortran_order': False, "
-        f"'shape': {tuple(int(d) for d in shape)!r}, }}"
-    )
-    body = len(NPY_MAGIC) + 2 + 2 + len(text) + 1
-    if size is None:
-        size = -(-body // 64) * 64
-    if body > size or size - 10 > 0xFFFF:
-        raise AssertionError("npy header does not fit its reserved space")
-    text = text + " " * (size - body) + "\n"
-    return NPY_MAGIC + bytes([1, 0]) + (size - 10).to_bytes(2, "little") + text.encode("latin1")
 
 
 class _Leaf:
@@ -197,9 +170,9 @@ class _NpyLeaf(_Leaf):
     def __init__(self, folder: str, name: str, dtype: np.dtype, inner: tuple[int, ...]):
         super().__init__(name, dtype, inner)
         self.path = os.path.join(folder, name + ".npy")
-        self.header_size = len(_npy_header(self.dtype, (self.HEADER_ROWS, *inner)))
+        self.header_size = len(npy_header(self.dtype, (self.HEADER_ROWS, *inner)))
         self.file = open(self.path, "wb")  # noqa: SIM115 (closed by finish / close)
-        self.file.write(_npy_header(self.dtype, (0, *inner), self.header_size))
+        self.file.write(npy_header(self.dtype, (0, *inner), self.header_size))
 
     def _append(self, arr: np.ndarray) -> None:
         if arr.size:
@@ -207,7 +180,7 @@ class _NpyLeaf(_Leaf):
 
     def finish(self) -> None:
         self.file.seek(0)
-        self.file.write(_npy_header(self.dtype, (self.rows, *self.inner), self.header_size))
+        self.file.write(npy_header(self.dtype, (self.rows, *self.inner), self.header_size))
         self.file.close()
 
     def close(self) -> None:
@@ -478,13 +451,13 @@ class ArraySink(CloseOrAbort):
             try:
                 import h5py
             except ImportError:
-                raise _install_hint("h5py", "hdf5") from None
+                raise install_hint("h5py", "hdf5") from None
             self._h5 = h5py.File(self.tmp, "w")
         else:
             try:
                 import zarr
             except ImportError:
-                raise _install_hint("zarr", "zarr") from None
+                raise install_hint("zarr", "zarr") from None
             self._zarr = zarr.open_group(self.tmp, mode="w", zarr_format=3)
 
     def _leaf(self, name: str, dtype: np.dtype, inner: tuple[int, ...]) -> _Leaf:
@@ -595,341 +568,3 @@ class ArraySink(CloseOrAbort):
 
 
 # --- loading ---------------------------------------------------------------------------------
-
-
-class _LazyColumn:
-    """A variable-length column still on disk (HDF5 / Zarr): values plus n + 1 splits.
-    [i] -> one row, [a:b] -> rows read from the store; [:] loads the whole column."""
-
-    def __init__(self, values: Any, splits: Any):
-        self.values = values
-        self._splits = splits
-
-    def __len__(self) -> int:
-        return int(self._splits.shape[0]) - 1
-
-    def __getitem__(self, index: Any) -> Any:
-        n = len(self)
-        if isinstance(index, (int, np.integer)):
-            i = int(index) + n if index < 0 else int(index)
-            if not 0 <= i < n:
-                raise IndexError(f"row {index} out of range for {n} rows")
-            return self[i : i + 1][0]
-        if not isinstance(index, slice) or index.indices(n)[2] != 1:
-            raise TypeError("a lazy column reads an int or a slice with step 1; [:] loads it all")
-        a, b, _ = index.indices(n)
-        splits = np.asarray(self._splits[a : max(a, b) + 1], np.int64)
-        return self._rows(self.values[int(splits[0]) : int(splits[-1])], splits - splits[0])
-
-    def _rows(self, values: Any, splits: np.ndarray) -> Any:
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({len(self)} rows)"
-
-
-class LazyBytes(_LazyColumn):
-    """A bytes column on disk: [i] -> bytes, [a:b] -> BytesColumn."""
-
-    @property
-    def offsets(self) -> Any:
-        return self._splits
-
-    @property
-    def dtype(self) -> str:
-        return "bytes"
-
-    def _rows(self, values: Any, splits: np.ndarray) -> BytesColumn:
-        return BytesColumn(np.asarray(values, np.uint8), splits)
-
-
-class LazyRagged(_LazyColumn):
-    """A Ragged column on disk: [i] -> the row, [a:b] -> Ragged."""
-
-    @property
-    def row_splits(self) -> Any:
-        return self._splits
-
-    def _rows(self, values: Any, splits: np.ndarray) -> Ragged:
-        if not isinstance(values, (Ragged, BytesColumn)):
-            values = np.asarray(values)
-        return Ragged(values, splits)
-
-
-class Arrays(dict):
-    """What `load` returns: {feature name: column}, plus .records, .spec (or None),
-    .format, .path; close() (or a ``with`` block) releases an HDF5 file."""
-
-    def __init__(self, columns: dict, *, path: str, format: str, records: int, spec: Any):
-        super().__init__(columns)
-        self.path, self.format, self.records, self.spec = path, format, records, spec
-        self._close: list = []
-
-    def close(self) -> None:
-        for close in self._close:
-            close()
-        self._close = []
-
-    def __enter__(self) -> Arrays:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        cols = ", ".join(self)
-        return f"Arrays({self.path!r}, {self.format}, {format_count(self.records)} records: {cols})"
-
-
-def _not_ours(path: str, why: str) -> TFRecordError:
-    return TFRecordError(
-        f"{path} is not a complete tfrecnp output ({why}); outputs of ds.save / tn.convert "
-        "hold a manifest written last, so an interrupted save has none: run it again. Plain "
-        "array files open with numpy / h5py / zarr, or as a source with tn.open"
-    )
-
-
-def load(path: str | os.PathLike) -> Arrays:
-    """Open what `Dataset.save` wrote: {feature: column}, without reading the data.
-
-    .npy folders and .npz files give memory-mapped ndarrays (Ragged / BytesColumn over
-    memory-mapped values); HDF5 and Zarr give their datasets / arrays, read when sliced
-    (LazyRagged / LazyBytes for variable-length columns; [:] loads one).
-    """
-    path = os.fspath(path)
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no such file or folder: {path}")
-    if os.path.isdir(path):
-        if os.path.exists(os.path.join(path, MANIFEST)):
-            return _load_npy(path)
-        if os.path.exists(os.path.join(path, "zarr.json")):
-            return _load_zarr(path)
-        raise _not_ours(path, f"no {MANIFEST} and no zarr.json in the folder")
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if head.startswith(ZIP_MAGIC):
-        return _load_npz(path)
-    if head == HDF5_MAGIC:
-        return _load_hdf5(path)
-    raise _not_ours(path, "neither a folder, a .npz nor an HDF5 file")
-
-
-def _check_manifest(path: str, manifest: Any) -> dict:
-    """The manifest, if its shape is what `_build` reads: a damaged or hand-edited one is
-    refused with what is wrong, not a KeyError halfway through."""
-    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
-        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
-        raise _not_ours(path, f"manifest format {found!r}, expected {MANIFEST_FORMAT!r}")
-    records = manifest.get("records")
-    if type(records) is not int or records < 0:
-        raise _not_ours(path, f"manifest records {records!r}, expected a count >= 0")
-    columns = manifest.get("columns")
-    if not isinstance(columns, dict):
-        raise _not_ours(path, f"manifest columns {columns!r}, expected a mapping")
-    for name, layout in columns.items():
-        _check_layout(path, name, layout)
-    return manifest
-
-
-def _check_array_name(path: str, column: str, name: Any) -> None:
-    # stored names are stem()s plus .values / .offsets / .row_splits suffixes: never a '/',
-    # a '..' or an absolute path, so one of those points outside the output
-    if not isinstance(name, str) or not name or not set(name) <= _SAFE | {"%", "."} or ".." in name:
-        raise _not_ours(
-            path,
-            f"column {column!r} names the array {name!r}; stored array names use only "
-            "A-Z a-z 0-9 _ - % . and no '..'",
-        )
-
-
-def _check_layout(path: str, column: str, layout: Any) -> None:
-    kind = layout.get("kind") if isinstance(layout, dict) else None
-    keys = {"array": ("array",), "bytes": ("values", "offsets"), "ragged": ("row_splits",)}
-    if kind not in keys:
-        raise _not_ours(
-            path,
-            f"column {column!r} has layout {layout!r}, expected a kind of "
-            "'array', 'bytes' or 'ragged'",
-        )
-    for key in keys[kind]:
-        if key not in layout:
-            raise _not_ours(path, f"column {column!r}: its {kind} layout has no {key!r}")
-        _check_array_name(path, column, layout[key])
-    shape = layout.get("shape")
-    if (
-        kind == "bytes"
-        and shape is not None
-        and not (isinstance(shape, list) and all(type(d) is int and d >= 0 for d in shape))
-    ):
-        raise _not_ours(path, f"column {column!r}: shape {shape!r}, expected a list of sizes")
-    if kind == "ragged":
-        if "values" not in layout:
-            raise _not_ours(path, f"column {column!r}: its ragged layout has no 'values'")
-        _check_layout(path, column, layout["values"])
-
-
-def _parse_manifest(path: str, text: str | bytes) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
-        raise _not_ours(path, f"its manifest is not JSON: {e}") from None
-
-
-def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
-    """Columns from the manifest's layouts; array(name) opens one stored array."""
-    records = manifest["records"]
-
-    def fixed(col: BytesColumn, layout: dict) -> np.ndarray:
-        # rows of `shape` strings each; the row count comes from the layout (else the strings),
-        # since reshape(-1, ...) cannot tell it for a zero-size shape
-        shape, size = layout["shape"], math.prod(layout["shape"])
-        n = layout.get("rows", len(col) // size if size else 0)
-        if type(n) is not int or len(col) != n * size:
-            raise _not_ours(
-                path,
-                f"a bytes column of shape {shape} holds {len(col)} strings, expected "
-                f"{n!r} rows x {size}",
-            )
-        return col.to_numpy().reshape(n, *shape)
-
-    def rows(col: Any) -> int:
-        shape = getattr(col, "shape", None)
-        if shape is not None and not isinstance(col, (Ragged, BytesColumn)):
-            return int(shape[0]) if len(shape) else -1
-        return len(col)
-
-    def column(layout: dict) -> Any:
-        kind = layout["kind"]
-        if kind == "array":
-            return array(layout["array"])
-        if kind == "bytes":
-            values, offsets = array(layout["values"]), array(layout["offsets"])
-            if isinstance(values, np.ndarray):
-                checked = BytesColumn(values, offsets)  # validates offsets against the data
-                col = BytesColumn._trusted(values, checked.offsets)  # keeps the np.memmap
-                if layout.get("shape"):
-                    return fixed(col, layout)
-                return col
-            if layout.get("shape"):
-                return fixed(LazyBytes(values, offsets)[:], layout)
-            return LazyBytes(values, offsets)
-        if kind == "ragged":
-            values, splits = column(layout["values"]), array(layout["row_splits"])
-            if isinstance(splits, np.ndarray) and isinstance(
-                values, (np.ndarray, Ragged, BytesColumn)
-            ):
-                checked = Ragged(values, splits)  # validates the splits against the values
-                return Ragged._trusted(values, checked.row_splits)  # keeps the np.memmap
-            return LazyRagged(values, splits)
-        raise _not_ours(path, f"unknown column kind {kind!r}")
-
-    spec = manifest.get("spec")
-    if spec is not None:
-        try:
-            spec = spec_from_json(spec)
-        except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise _not_ours(path, f"the manifest's spec does not parse: {e}") from None
-    columns = {}
-    for name, layout in manifest["columns"].items():
-        try:
-            col = column(layout)
-        except (KeyError, FileNotFoundError) as e:
-            raise _not_ours(path, f"column {name!r}: a stored array is missing ({e})") from None
-        n = rows(col)
-        if n != records:
-            raise _not_ours(
-                path,
-                f"column {name!r} holds {'a 0-d array' if n < 0 else f'{n} rows'}, but the "
-                f"manifest says {records} records",
-            )
-        columns[name] = col
-    return Arrays(columns, path=path, format=fmt, records=records, spec=spec)
-
-
-def _load_npy(path: str) -> Arrays:
-    with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
-        manifest = _check_manifest(path, _parse_manifest(path, f.read()))
-
-    def array(name: str) -> np.ndarray:
-        return np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False)
-
-    return _build(path, "npy", manifest, array)
-
-
-def _zip_member_offset(path: str, info: zipfile.ZipInfo) -> int:
-    """Where a stored member's bytes begin: after its local header, whose name and extra
-    field lengths may differ from the central directory's."""
-    with open(path, "rb") as f:
-        f.seek(info.header_offset)
-        local = f.read(30)
-    if len(local) < 30 or not local.startswith(ZIP_MAGIC):
-        raise _not_ours(path, f"bad zip local header for member {info.filename}")
-    return (
-        info.header_offset
-        + 30
-        + int.from_bytes(local[26:28], "little")
-        + int.from_bytes(local[28:30], "little")
-    )
-
-
-def _load_npz(path: str) -> Arrays:
-    with zipfile.ZipFile(path) as zf:
-        try:
-            manifest = _check_manifest(path, _parse_manifest(path, zf.read(MANIFEST)))
-        except KeyError:
-            raise _not_ours(path, f"no {MANIFEST} member") from None
-        infos = {i.filename: i for i in zf.infolist()}
-
-    def array(name: str) -> np.ndarray:
-        info = infos[name + ".npy"]
-        if info.compress_type != zipfile.ZIP_STORED:
-            with zipfile.ZipFile(path) as z, z.open(info) as f:
-                return np.lib.format.read_array(f, allow_pickle=False)
-        start = _zip_member_offset(path, info)
-        with open(path, "rb") as f:
-            f.seek(start)
-            version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-            offset = f.tell()
-        if math.prod(shape) == 0:
-            return np.empty(shape, dtype)
-        return np.memmap(
-            path, dtype=dtype, mode="r", offset=offset, shape=shape, order="F" if fortran else "C"
-        )
-
-    return _build(path, "npz", manifest, array)
-
-
-def _load_hdf5(path: str) -> Arrays:
-    try:
-        import h5py
-    except ImportError:
-        raise _install_hint("h5py", "hdf5") from None
-    f = h5py.File(path, "r")
-    try:
-        text = f.attrs.get("tfrecnp")
-        if text is None:
-            raise _not_ours(path, "no 'tfrecnp' attribute on the root group")
-        manifest = _check_manifest(path, _parse_manifest(path, text))
-        out = _build(path, "hdf5", manifest, lambda name: f[name])
-    except BaseException:
-        f.close()
-        raise
-    out._close.append(f.close)
-    return out
-
-
-def _load_zarr(path: str) -> Arrays:
-    try:
-        import zarr
-    except ImportError:
-        raise _install_hint("zarr", "zarr") from None
-    group = zarr.open_group(path, mode="r")
-    manifest = group.attrs.get("tfrecnp")
-    if manifest is None:
-        raise _not_ours(path, "no 'tfrecnp' attribute on the root group")
-    manifest = _check_manifest(path, dict(manifest))
-    return _build(path, "zarr", manifest, lambda name: group[name])

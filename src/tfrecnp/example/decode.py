@@ -22,16 +22,17 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ._core import decode as _core
-from .columns import BytesColumn, Column, Ragged, concat_columns
-from .errors import CorruptRecordError, SchemaError, format_count
-from .records import Paths, RecordBatch, RecordReader
+from .._core import decode as _core
+from .._util.text import format_count
+from ..errors import CorruptRecordError, SchemaError
+from ..format.reader import RecordBatch
+from .columns import BytesColumn, Column, Ragged
 from .spec import (
     KIND_BYTES,
     KIND_DTYPES,
@@ -47,15 +48,13 @@ from .spec import (
 )
 from .spec import Sequence as SequenceSpec
 
-__all__ = ["Decoder", "Survey", "batch_size", "decode", "read", "survey"]
+__all__ = ["Decoder", "Survey", "decode", "survey"]
 
 Batch = dict[str, Column]
 
 CHUNK_MIN_BYTES = 64 << 10  # pieces of a batch decoded by parallel threads hold at least
 CHUNK_MIN_RECORDS = 256  # this much; a batch is cut in up to 4 pieces per thread
 PIECES_PER_THREAD = 4
-BATCH_BYTES = 4 << 20  # a batch of about this many payload bytes decodes in cache ...
-BATCH_RECORDS = (64, 4096)  # ... within these many records
 TABLE_CACHE_RECORDS = 1 << 16  # scan tables up to this many records are reused per thread
 NAME_ENCODING = ("utf-8", "surrogateescape")
 MALFORMED_HINT = (
@@ -63,21 +62,21 @@ MALFORMED_HINT = (
     "intact, the writer produced it this way"
 )
 
-_CPUS = os.cpu_count() or 1  # (os.cpu_count() reads /sys on every call)
+CPUS = os.cpu_count() or 1  # (os.cpu_count() reads /sys on every call)
 _KIND_WORD = {0: "nothing", **KIND_NAMES, 4: "mixed kinds"}
 _WIRE_DTYPE = {KIND_FLOAT: np.dtype(np.float32), KIND_INT64: np.dtype(np.int64)}
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
-def _executor(kind: str = "chunks") -> ThreadPoolExecutor:
+def executor(kind: str = "chunks") -> ThreadPoolExecutor:
     """Shared thread pools. "chunks" runs leaf tasks only (pieces of one batch, which never
     wait on other tasks), so callers in any thread, "pipeline" ones included, can wait on
     it without deadlock."""
     with _pools_lock:
         pool = _pools.get(kind)
         if pool is None:
-            workers = max(_CPUS, 2) if kind == "chunks" else 1
+            workers = max(CPUS, 2) if kind == "chunks" else 1
             pool = _pools[kind] = ThreadPoolExecutor(workers, f"tfrecnp-{kind}")
         return pool
 
@@ -111,7 +110,7 @@ def _run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
                 if taken[1] == count:
                     finished.set()
 
-    pool = _executor()
+    pool = executor()
     for _ in range(min(workers, count) - 1):
         pool.submit(work)
     work()
@@ -263,7 +262,7 @@ class Decoder:
 
     def _workers(self, threads: int | None) -> int:
         workers = threads if threads is not None else self.threads
-        return max(1, workers if workers is not None else _CPUS)
+        return max(1, workers if workers is not None else CPUS)
 
     def _chunks(self, offsets: np.ndarray, workers: int) -> list[tuple[int, int]]:
         n = len(offsets) - 1
@@ -627,62 +626,6 @@ def decode(
     """Decode serialized tf.train.Example (or SequenceExample, with a tn.Sequence spec)
     payloads into {name: column}. For many batches, build one Decoder and reuse it."""
     return Decoder(spec).decode(payloads, threads=threads)
-
-
-def read(
-    paths: Paths,
-    spec: Spec | Any = None,
-    *,
-    compression: str | None = "auto",
-    verify_crc: bool = True,
-    threads: int | None = None,
-) -> Batch:
-    """Every record of the files decoded into one dict of columns.
-
-    spec=None infers the spec from a sample of the records. The next batch is read while
-    the last one decodes (threads: decoding threads, default one less than the cores).
-    The whole result is held in memory; to stream a dataset larger than memory, iterate
-    RecordReader(...).batches() through a Decoder instead.
-    """
-    if spec is None:
-        try:
-            from .infer import infer_spec
-        except ImportError:
-            raise NotImplementedError(
-                "spec inference is not available yet; pass spec={...}"
-            ) from None
-        spec = infer_spec(paths)
-    # this thread reads while the pipeline thread decodes: one core less for chunks
-    decoder = Decoder(spec, threads=threads if threads is not None else max(1, _CPUS - 1))
-    reader = RecordReader(paths, compression=compression, verify_crc=verify_crc)
-    size = batch_size(paths, compression=compression)
-    parts = list(_pipelined(reader.batches(size), decoder.decode))
-    if not parts:
-        parts = [decoder.decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))]
-    return {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
-
-
-def batch_size(paths: Paths, *, compression: str | None = "auto") -> int:
-    """Records per batch for these files: about BATCH_BYTES of payload (judged from the
-    first records), so small records batch by thousands and big tensors by tens."""
-    sample = next(RecordReader(paths, compression=compression).batches(64), None)
-    if sample is None or len(sample) == 0:
-        return BATCH_RECORDS[1]
-    mean = max(1.0, len(sample.data) / len(sample))
-    return int(min(max(BATCH_BYTES / mean, BATCH_RECORDS[0]), BATCH_RECORDS[1]))
-
-
-def _pipelined(batches: Iterable[RecordBatch], fn: Callable[[RecordBatch], Batch]):
-    """fn over batches, each decoded in the pool while the next one is read (two in
-    flight at most)."""
-    pending: Future | None = None
-    for batch in batches:
-        future = _executor("pipeline").submit(fn, batch)
-        if pending is not None:
-            yield pending.result()
-        pending = future
-    if pending is not None:
-        yield pending.result()
 
 
 # --- survey: what the records hold, for schema inference ------------------------------

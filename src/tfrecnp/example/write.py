@@ -42,30 +42,25 @@ from typing import Any
 
 import numpy as np
 
-from ._core import encode, framing
-from .arrays import array_format, check_lengths, open_arrays, page_releaser
-from .columns import BytesColumn, Ragged
-from .compression import normalize_compression
-from .errors import SchemaError, TFRecordError, format_count
-from .progress import Progress
-from .records import (
-    CloseOrAbort,
-    RecordReader,
-    RecordWriter,
-    check_index_option,
-    require_folder,
-)
-from .sinks import LazyBytes, LazyRagged
+from .._core import encode, framing
+from .._util.atomic import CloseOrAbort, require_folder
+from .._util.memory import page_releaser
+from .._util.progress import Progress
+from .._util.text import format_count
+from ..errors import SchemaError, TFRecordError
+from ..format.compression import normalize_compression
+from ..format.reader import RecordReader
+from ..format.writer import RecordWriter, check_index_option
+from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged, check_lengths
 from .spec import FixedLen, Raw, VarLen
 
-__all__ = ["WriteResult", "Writer", "convert", "write"]
+__all__ = ["WriteResult", "Writer", "write"]
 
 BATCH_BYTES = 2 << 20  # input bytes encoded per call of the core
 MAX_BATCH_ROWS = 1 << 17
 EXAMPLE_BUFFER = 1024  # write_example: records gathered before they are encoded together
 INT64_MAX = (1 << 63) - 1
 ENCODINGS = (None, "list", "raw")
-ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
 _BYTES_TYPES = (bytes, bytearray, memoryview, np.bytes_, str, np.str_)
 
 
@@ -884,49 +879,3 @@ def write(
     writer.close()
     size = sum(os.path.getsize(p) for p in writer.paths)
     return WriteResult(writer.paths, writer.spec, writer.records, size)
-
-
-def convert(
-    src: str | os.PathLike,
-    dst: str | os.PathLike,
-    *,
-    feature: str | None = None,
-    key: str | list[str] | None = None,
-    encoding: str | Mapping[str, str | None] | None = None,
-    compression: str | None = None,
-    records_per_shard: int | None = None,
-    index: bool = False,
-    progress: bool = True,
-    verify: bool = False,
-) -> WriteResult:
-    """Convert an array file (.npy, .npz, HDF5, Zarr, folder of .npy) to TFRecord files.
-
-    Each array becomes a feature (name: the .npz member / dataset / array name, or the .npy
-    file's name; `feature` renames a single one, `key` picks some), each row a record. Reads
-    in slices, so files larger than memory stream through. Options as for `write`.
-    """
-    src = os.fspath(src)
-    if os.fspath(dst).endswith(ARRAY_SUFFIXES):
-        raise ValueError(
-            f"{dst}: array files convert to TFRecord files (give a .tfrecord path); "
-            "array-to-array conversion is not supported: use h5py / zarr / NumPy directly"
-        )
-    fmt = array_format(src)
-    if fmt is None:
-        if not os.path.exists(src):
-            raise FileNotFoundError(f"no such file: {src}")
-        raise ValueError(
-            f"{src} is not an array file tfrecnp converts (.npy, .npz, HDF5, Zarr, or a "
-            "folder of .npy files)"
-        )
-    with open_arrays(src, key=key, feature=feature) as source:
-        return write(
-            dst,
-            source.columns,
-            encoding=encoding,
-            compression=compression,
-            records_per_shard=records_per_shard,
-            index=index,
-            progress=progress,
-            verify=verify,
-        )

@@ -16,10 +16,12 @@ fresh, zero-based splits or offsets.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+
+from ..errors import SchemaError
 
 __all__ = ["BytesColumn", "Column", "Ragged", "concat_columns", "take_column"]
 
@@ -404,3 +406,73 @@ def take_column(column: Column, indices: Any) -> Column:
     if isinstance(column, np.ndarray):
         return column[np.asarray(indices, np.int64)]
     return column.take(indices)
+
+
+def check_lengths(lengths: Mapping[str, int], what: str = "columns") -> int:
+    """The one value of lengths (name -> rows); SchemaError naming each if they differ."""
+    if len(set(lengths.values())) > 1:
+        listed = ", ".join(f"{name!r} has {n}" for name, n in lengths.items())
+        raise SchemaError(
+            f"{what} have different lengths: {listed} rows; every column needs one entry "
+            "per record (same first dimension)"
+        )
+    return next(iter(lengths.values()), 0)
+
+
+class _LazyColumn:
+    """A variable-length column still on disk (HDF5 / Zarr): values plus n + 1 splits.
+    [i] -> one row, [a:b] -> rows read from the store; [:] loads the whole column."""
+
+    def __init__(self, values: Any, splits: Any):
+        self.values = values
+        self._splits = splits
+
+    def __len__(self) -> int:
+        return int(self._splits.shape[0]) - 1
+
+    def __getitem__(self, index: Any) -> Any:
+        n = len(self)
+        if isinstance(index, (int, np.integer)):
+            i = int(index) + n if index < 0 else int(index)
+            if not 0 <= i < n:
+                raise IndexError(f"row {index} out of range for {n} rows")
+            return self[i : i + 1][0]
+        if not isinstance(index, slice) or index.indices(n)[2] != 1:
+            raise TypeError("a lazy column reads an int or a slice with step 1; [:] loads it all")
+        a, b, _ = index.indices(n)
+        splits = np.asarray(self._splits[a : max(a, b) + 1], np.int64)
+        return self._rows(self.values[int(splits[0]) : int(splits[-1])], splits - splits[0])
+
+    def _rows(self, values: Any, splits: np.ndarray) -> Any:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({len(self)} rows)"
+
+
+class LazyBytes(_LazyColumn):
+    """A bytes column on disk: [i] -> bytes, [a:b] -> BytesColumn."""
+
+    @property
+    def offsets(self) -> Any:
+        return self._splits
+
+    @property
+    def dtype(self) -> str:
+        return "bytes"
+
+    def _rows(self, values: Any, splits: np.ndarray) -> BytesColumn:
+        return BytesColumn(np.asarray(values, np.uint8), splits)
+
+
+class LazyRagged(_LazyColumn):
+    """A Ragged column on disk: [i] -> the row, [a:b] -> Ragged."""
+
+    @property
+    def row_splits(self) -> Any:
+        return self._splits
+
+    def _rows(self, values: Any, splits: np.ndarray) -> Ragged:
+        if not isinstance(values, (Ragged, BytesColumn)):
+            values = np.asarray(values)
+        return Ragged(values, splits)

@@ -16,17 +16,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from . import __version__
-from .errors import TFRecordError, format_count, format_size
-from .progress import Progress
-from .records import (
-    RecordReader,
-    RecordWriter,
-    expand_paths,
-    file_compression,
-    scan_file,
-    write_index,
-)
+from .._util.progress import Progress
+from .._util.text import format_count, format_size
+from .._version import __version__
+from ..errors import TFRecordError
+from ..format.index import write_index
+from ..format.paths import expand_paths
+from ..format.reader import RecordReader, file_compression, scan_file
+from ..format.writer import RecordWriter
 
 
 def _add_common(p: argparse.ArgumentParser, *, paths: bool = True) -> None:
@@ -180,9 +177,9 @@ def _encoding_arg(values: list[str] | None) -> str | dict | None:
 
 
 def cmd_convert(args: argparse.Namespace) -> int:
-    from .arrays import array_format  # imported here: keeps the other commands light
-    from .spec import spec_to_json
-    from .writer import convert
+    from ..arrays.sources import array_format  # imported here: keeps the other commands light
+    from ..data.convert import convert_arrays as convert
+    from ..example.spec import spec_to_json
 
     if len(args.src) > 1 or array_format(args.src[0]) is None:
         return convert_records(args)
@@ -237,8 +234,9 @@ _ARRAY_ONLY = ("feature", "key", "encoding", "records_per_shard", "index", "veri
 
 def convert_records(args: argparse.Namespace) -> int:
     """TFRecord files -> .npy folder / .npz / HDF5 / Zarr (Dataset.save)."""
-    from .dataset import open as open_dataset
-    from .sinks import load, output_format
+    from ..arrays.load import load
+    from ..arrays.sinks import output_format
+    from ..data.dataset import open as open_dataset
 
     given = [f"--{o.replace('_', '-')}" for o in _ARRAY_ONLY if getattr(args, o)]
     if args.compression != "none":
@@ -299,8 +297,7 @@ def convert_records(args: argparse.Namespace) -> int:
 
 def _describe_column(col: object) -> str:
     """'int64 [N, 3]', 'Ragged int64 (N rows, 1 234 values)', 'bytes (N values, 12 KiB)'."""
-    from .columns import BytesColumn, Ragged
-    from .sinks import LazyBytes, LazyRagged
+    from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 
     if isinstance(col, (Ragged, LazyRagged)):
         values = col.values
@@ -354,8 +351,8 @@ def summarize(value: object, width: int = 60) -> str:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    from .infer import inspect
-    from .spec import spec_to_json
+    from ..example.infer import inspect
+    from ..example.spec import spec_to_json
 
     report = inspect(args.paths, args.sample, compression=_compression(args))
     if args.json:
@@ -385,9 +382,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_head(args: argparse.Namespace) -> int:
-    from .decode import Decoder
-    from .infer import infer_spec
-    from .spec import spec_from_json
+    from ..example.decode import Decoder
+    from ..example.infer import infer_spec
+    from ..example.spec import spec_from_json
 
     if args.spec:
         with open(args.spec) as f:

@@ -11,7 +11,7 @@ import io
 import zlib
 from typing import BinaryIO
 
-from ._core import framing
+from .._core import framing
 
 __all__ = ["COMPRESSIONS", "detect_compression", "normalize_compression"]
 

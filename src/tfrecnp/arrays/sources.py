@@ -19,9 +19,7 @@ slice, so streaming a 50 GB read-only memmap keeps RSS flat.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import mmap
 import os
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -29,8 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from .columns import BytesColumn, Ragged
-from .errors import SchemaError
+from .._util.memory import page_releaser
+from .._util.optional import install_hint
+from ..errors import SchemaError
+from ..example.columns import BytesColumn, Ragged, check_lengths
+from .npy import HDF5_MAGIC, NPY_MAGIC, ZIP_MAGIC, read_npy_header, zip_member_offset
 
 __all__ = [
     "ArraySource",
@@ -41,18 +42,8 @@ __all__ = [
     "page_releaser",
 ]
 
-HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
-NPY_MAGIC = b"\x93NUMPY"
-ZIP_MAGIC = b"PK\x03\x04"
 BATCH_BYTES = 8 << 20  # rows per batch of `ArraySource.batches` default to about this much
 _STREAM_READ = 1 << 20
-
-
-def _install_hint(module: str, extra: str) -> ImportError:
-    return ImportError(
-        f"reading this file needs {module}: pip install 'tfrecnp[{extra}]' "
-        f"(or pip install {module})"
-    )
 
 
 def array_format(path: str | os.PathLike) -> str | None:
@@ -84,17 +75,6 @@ def common_length(columns: Mapping[str, Any], what: str = "columns") -> int:
     """The shared first dimension of all columns; SchemaError naming every length if they
     differ."""
     return check_lengths({name: _length(col) for name, col in columns.items()}, what)
-
-
-def check_lengths(lengths: Mapping[str, int], what: str = "columns") -> int:
-    """The one value of lengths (name -> rows); SchemaError naming each if they differ."""
-    if len(set(lengths.values())) > 1:
-        listed = ", ".join(f"{name!r} has {n}" for name, n in lengths.items())
-        raise SchemaError(
-            f"{what} have different lengths: {listed} rows; every column needs one entry "
-            "per record (same first dimension)"
-        )
-    return next(iter(lengths.values()), 0)
 
 
 def _length(col: Any) -> int:
@@ -224,7 +204,8 @@ def open_arrays(
 def _saved_by_tfrecnp(path: str, fmt: str):
     """tn.load(path) when path is an output of Dataset.save (it carries a manifest), else
     None: an array file from elsewhere."""
-    from .sinks import MANIFEST, load
+    from .load import load
+    from .sinks import MANIFEST
 
     if fmt == "npy-dir":
         ours = os.path.exists(os.path.join(path, MANIFEST))
@@ -241,7 +222,7 @@ def _saved_by_tfrecnp(path: str, fmt: str):
         try:
             import h5py
         except ImportError:
-            raise _install_hint("h5py", "hdf5") from None
+            raise install_hint("h5py", "hdf5") from None
         with h5py.File(path, "r") as f:
             ours = "tfrecnp" in f.attrs
     else:
@@ -289,7 +270,7 @@ def _open_npz(path: str, keys: list[str] | None, closers: list) -> dict[str, Any
         info = members[name]
         with zf.open(info) as f:
             version = np.lib.format.read_magic(f)
-            shape, fortran, dtype = _read_header(f, version)
+            shape, fortran, dtype = read_npy_header(f, version)
             header_len = f.tell()
         if dtype.hasobject:
             raise ValueError(
@@ -299,7 +280,7 @@ def _open_npz(path: str, keys: list[str] | None, closers: list) -> dict[str, Any
         if len(shape) == 0:
             continue
         if info.compress_type == zipfile.ZIP_STORED:
-            start = _member_data_offset(path, info) + header_len
+            start = _member_offset(path, info) + header_len
             out[name] = np.memmap(
                 path,
                 dtype=dtype,
@@ -311,25 +292,6 @@ def _open_npz(path: str, keys: list[str] | None, closers: list) -> dict[str, Any
         else:
             out[name] = _ZipMember(zf, info, shape, dtype, fortran, header_len)
     return out
-
-
-def _read_header(f, version):
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(f)
-    return np.lib.format.read_array_header_2_0(f)
-
-
-def _member_data_offset(path: str, info: zipfile.ZipInfo) -> int:
-    """Where a stored member's bytes start: after its local header (whose name and extra
-    lengths may differ from the central directory's)."""
-    with open(path, "rb") as f:
-        f.seek(info.header_offset)
-        local = f.read(30)
-    if len(local) < 30 or not local.startswith(ZIP_MAGIC):
-        raise ValueError(f"{path}: bad zip local header for {info.filename}")
-    name_len = int.from_bytes(local[26:28], "little")
-    extra_len = int.from_bytes(local[28:30], "little")
-    return info.header_offset + 30 + name_len + extra_len
 
 
 class _ZipMember:
@@ -403,7 +365,7 @@ def _open_hdf5(path: str, keys: list[str] | None, closers: list) -> dict[str, An
     try:
         import h5py
     except ImportError:
-        raise _install_hint("h5py", "hdf5") from None
+        raise install_hint("h5py", "hdf5") from None
     f = h5py.File(path, "r")
     closers.append(f.close)
     if keys is not None:
@@ -433,7 +395,7 @@ def _open_zarr(path: str, keys: list[str] | None) -> dict[str, Any]:
     try:
         import zarr
     except ImportError:
-        raise _install_hint("zarr", "zarr") from None
+        raise install_hint("zarr", "zarr") from None
     root = zarr.open(path, mode="r")
     if isinstance(root, zarr.Array):
         if keys is not None:
@@ -456,39 +418,8 @@ def _open_zarr(path: str, keys: list[str] | None) -> dict[str, Any]:
     return {k: a for k, a in arrays.items() if len(a.shape) >= 1}
 
 
-# --- memory-map pages --------------------------------------------------------------------
-
-
-def page_releaser(arr: Any):
-    """For an array backed by a read-only np.memmap: a function release(a, b) that hands the
-    pages of rows a..b back to the page cache (MADV_DONTNEED), so they stop counting as this
-    process's memory. None for anything else. Only read-only maps qualify: there dropping a
-    page loses nothing, the next access maps it again from the page cache."""
-    if not hasattr(mmap, "MADV_DONTNEED") or not isinstance(arr, np.ndarray):
-        return None
-    owner = arr
-    while owner is not None and not isinstance(owner, np.memmap):
-        owner = owner.base if isinstance(owner.base, np.ndarray) else None
-    m = getattr(owner, "_mmap", None) if owner is not None else None
-    if m is None or getattr(owner, "mode", None) != "r" or arr.ndim == 0:
-        return None
-    if not arr.flags.c_contiguous:
-        return None
+def _member_offset(path: str, info) -> int:
     try:
-        base = np.frombuffer(m, np.uint8).ctypes.data
-    except (TypeError, ValueError):
-        return None
-    start = arr.ctypes.data - base
-    row = arr.strides[0] if arr.shape[0] else 0
-    size = len(m)
-    page = mmap.PAGESIZE
-
-    def release(a: int, b: int) -> None:
-        lo = start + a * row
-        hi = min(size, start + b * row)
-        lo -= lo % page
-        if hi > lo:
-            with contextlib.suppress(OSError, ValueError):
-                m.madvise(mmap.MADV_DONTNEED, lo, hi - lo)
-
-    return release
+        return zip_member_offset(path, info)
+    except ValueError as e:
+        raise ValueError(f"{path}: {e}") from None

@@ -25,9 +25,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._util.text import format_count
+from ..errors import SchemaError
+from ..format.paths import Paths, expand_paths
+from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
 from .decode import Decoder, Survey, survey
-from .errors import SchemaError, format_count
-from .records import Paths, RecordBatch, RecordReader, expand_paths, file_compression, scan_file
 from .spec import KIND_BYTES, KIND_DTYPES, KIND_NAMES, Feature, FixedLen, Sequence, Spec, VarLen
 
 __all__ = ["FeatureStats", "Inspection", "infer_spec", "inspect"]

@@ -15,7 +15,7 @@ import sys
 import time
 from typing import TextIO
 
-from .errors import format_count, format_size
+from .text import format_count, format_size
 
 __all__ = ["Progress", "format_duration", "format_rate"]
 

@@ -1,4 +1,4 @@
-"""TFRecord files as records: read payloads in batches, scan and index frames, write frames.
+"""Reading TFRecord files as records: payloads in batches, header-only scans, counts.
 
 The byte work (CRC32C, header walks, payload copies) happens in `tfrecnp._core.framing`
 with the GIL released; this module owns files, buffers, compression and error reports.
@@ -17,48 +17,33 @@ whole frame checks (length CRC and payload CRC) and records what it skipped in
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import itertools
 import os
 import sys
-import uuid
 import warnings
 import zlib
-from collections import deque
-from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 
-from ._core import encode, framing
-from .compression import (
-    CompressingWriter,
-    DecompressingReader,
-    detect_compression,
-    normalize_compression,
-)
-from .errors import CorruptRecordError, CorruptRecordWarning, format_count, format_size
+from .._core import framing
+from .._util.text import format_count, format_size
+from ..errors import SALVAGE_HINT, CorruptRecordError, CorruptRecordWarning
+from .compression import DecompressingReader, detect_compression, normalize_compression
+from .index import RecordIndex, index_path, read_index
+from .paths import PathLike, Paths, expand_paths
 
 __all__ = [
     "RecordBatch",
-    "RecordIndex",
     "RecordReader",
-    "RecordWriter",
     "count_records",
-    "expand_paths",
     "file_compression",
-    "index_path",
     "iter_records",
-    "read_index",
     "scan_file",
-    "write_index",
 ]
 
-PathLike = str | os.PathLike
-Paths = PathLike | Iterable[PathLike]
 OnError = Literal["raise", "skip", "warn"]
 
 CHUNK_BYTES = 1 << 20  # read-buffer size; grows only to hold one larger record
@@ -66,42 +51,6 @@ STREAM_BYTES = 8 << 20  # batches this large bypass the caches when filled (see 
 SEEK_READ_BYTES = 4096  # a header-only scan reads this much after each jump over a payload
 SEEK_GAP = 64 << 10  # ... over payloads this long; shorter ones are read through, in chunks
 MAX_PLAUSIBLE_LENGTH = 1 << 31  # protobuf messages stop at 2 GiB; past this a length is nonsense
-INDEX_SUFFIX = ".idx"
-SALVAGE_HINT = (
-    "run `tfrecnp verify --salvage OUT` to copy the good records, or pass on_error='skip'"
-)
-
-
-def expand_paths(paths: Paths) -> list[str]:
-    """A path, a glob, a directory (its non-hidden files) or a list of those -> the list of
-    files, in order; .idx sidecars in directories and glob matches are left out. Raises
-    FileNotFoundError naming what matched nothing."""
-    if isinstance(paths, (str, os.PathLike)):
-        path = os.fspath(paths)
-        if os.path.isdir(path):
-            names = sorted(
-                n
-                for n in os.listdir(path)
-                if not n.startswith(".") and not n.endswith(INDEX_SUFFIX)
-            )
-            files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
-            if not files:
-                raise FileNotFoundError(f"directory {path} holds no files")
-            return files
-        if glob.has_magic(path):
-            files = sorted(
-                f for f in glob.glob(path) if os.path.isfile(f) and not f.endswith(INDEX_SUFFIX)
-            )
-            if not files:
-                raise FileNotFoundError(f"no files match {path}")
-            return files
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no such file: {path}")
-        return [path]
-    files = [f for p in paths for f in expand_paths(p)]
-    if not files:
-        raise FileNotFoundError("the list of paths is empty")
-    return files
 
 
 def _check_on_error(on_error: str) -> str:
@@ -186,23 +135,6 @@ class RecordBatch:
             rows += len(b)
             base += int(b.offsets[-1])
         return cls(data, np.concatenate(offsets), tuple(origins))
-
-
-@dataclass(frozen=True)
-class RecordIndex:
-    """Where each record of one file lies: frame offsets and payload lengths (int64)."""
-
-    path: str
-    offsets: np.ndarray
-    lengths: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.offsets)
-
-    @property
-    def frame_lengths(self) -> np.ndarray:
-        """Whole-frame lengths (payload + 16), as index files store them."""
-        return self.lengths + 16
 
 
 class _Stream:
@@ -630,11 +562,6 @@ def iter_records(
     return iter(RecordReader(paths, compression=compression, verify_crc=verify_crc))
 
 
-def index_path(path: PathLike) -> str:
-    """The sidecar index of a TFRecord file: the same name with .idx appended."""
-    return os.fspath(path) + INDEX_SUFFIX
-
-
 def scan_file(
     path: PathLike, *, compression: str | None = "auto", use_index: bool = True
 ) -> RecordIndex:
@@ -652,374 +579,3 @@ def scan_file(
 def count_records(paths: Paths, *, compression: str | None = "auto") -> int:
     """Number of records in all the files, from header-only scans (or .idx sidecars)."""
     return sum(len(scan_file(p, compression=compression)) for p in expand_paths(paths))
-
-
-def write_index(index: RecordIndex, out: PathLike | None = None) -> str:
-    """Write `offset length` lines (length = whole frame), the format of NVIDIA DALI's
-    tfrecord2idx and vahidk/tfrecord. Returns the index file's path."""
-    out = os.fspath(out) if out is not None else index_path(index.path)
-    starts = np.ascontiguousarray(index.offsets, np.int64)
-    frames = np.ascontiguousarray(index.frame_lengths, np.int64)
-    with atomic_output(out) as tmp, open(tmp, "wb") as f:
-        f.write(encode.index_lines(starts, frames))
-    return out
-
-
-def read_index(index_file: PathLike, data_file: PathLike | None = None) -> RecordIndex | None:
-    """Read an `offset length` index. With data_file given, returns None (and warns) when
-    the index does not describe that file (stale or foreign), so callers rescan."""
-    index_file = os.fspath(index_file)
-    path = os.fspath(data_file) if data_file is not None else index_file[: -len(INDEX_SUFFIX)]
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # an empty index is a valid index of an empty file
-            table = np.loadtxt(index_file, dtype=np.int64, ndmin=2)
-        if table.size and table.shape[1] != 2:
-            raise ValueError("expected two columns (offset length) per line")
-    except ValueError as e:
-        if data_file is None:
-            raise ValueError(f"{index_file}: {e}") from e
-        return _ignore_index(index_file, path)
-    table = table.reshape(-1, 2)
-    offsets, frames = table[:, 0].copy(), table[:, 1].copy()
-    consistent = bool(
-        np.all(frames >= 16) and np.all(offsets[1:] == offsets[:-1] + frames[:-1])
-    ) and (len(offsets) == 0 or offsets[0] == 0)
-    if data_file is not None:
-        end = int(offsets[-1] + frames[-1]) if len(offsets) else 0
-        if not (
-            consistent and end == os.path.getsize(path) and _headers_agree(path, offsets, frames)
-        ):
-            return _ignore_index(index_file, path)
-    elif not consistent:
-        raise ValueError(f"{index_file}: offsets and lengths do not tile a file")
-    return RecordIndex(path, offsets, frames - 16)
-
-
-def _ignore_index(index_file: str, path: str) -> None:
-    warnings.warn(
-        f"ignoring index {index_file}: it does not describe {path} (stale or foreign); rescanning",
-        stacklevel=4,
-    )
-
-
-def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
-    """Spot-check an index against its file (a few 12-byte reads): the first, middle and last
-    indexed frames must start with a header whose length CRC checks and whose length agrees."""
-    with open(path, "rb") as f:
-        for i in sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else ():
-            f.seek(int(offsets[i]))
-            head = f.read(12)
-            if len(head) < 12 or int.from_bytes(head[:8], "little") != frames[i] - 16:
-                return False
-            if framing.mask_crc(framing.crc32c(head[:8])) != int.from_bytes(head[8:], "little"):
-                return False
-    return True
-
-
-def hidden_sibling(path: PathLike, tag: str = "tmp") -> str:
-    """A hidden, unique name beside `path` (``.name.tmp-1a2b3c4d``): where an output is
-    built before it is renamed into place, on the same file system so the rename is atomic."""
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f".{name}.{tag}-{uuid.uuid4().hex[:8]}")
-
-
-class atomic_output:
-    """Context manager giving a temporary path beside `path`; renamed onto it only when the
-    block finishes without an exception, deleted otherwise."""
-
-    def __init__(self, path: PathLike):
-        self.path = os.fspath(path)
-        self.tmp = hidden_sibling(self.path)
-
-    def __enter__(self) -> str:
-        return self.tmp
-
-    def __exit__(self, kind, value, traceback) -> None:
-        try:
-            if kind is None:
-                os.replace(self.tmp, self.path)
-        finally:
-            if os.path.exists(self.tmp):  # the block raised, or the rename itself failed
-                os.unlink(self.tmp)
-
-
-_Output = TypeVar("_Output", bound="CloseOrAbort")
-
-
-class CloseOrAbort:
-    """The life cycle of an output that appears whole or not at all (RecordWriter,
-    tn.Writer, the array sinks): `close()` when a ``with`` block ends cleanly, `abort()` when
-    it raises, and `abort()` when the object is garbage-collected unclosed, so a forgotten
-    or crashed writer leaves nothing that looks complete.
-
-    Subclasses define close() and abort() (both harmless once ``closed``) and set
-    ``self.closed = False`` as soon as they hold something abort() must clean up.
-    """
-
-    closed = True  # until a subclass's __init__ has opened something
-
-    def close(self) -> object:
-        raise NotImplementedError
-
-    def abort(self) -> None:
-        raise NotImplementedError
-
-    def __enter__(self: _Output) -> _Output:
-        return self
-
-    def __exit__(self, kind, value, traceback) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abort()
-
-    def __del__(self) -> None:
-        if not self.closed:
-            self.abort()
-
-
-def check_index_option(index: bool, compression: str | None) -> None:
-    """An index holds byte offsets of frames, which only an uncompressed file has."""
-    if index and compression:
-        raise ValueError(
-            f"index=True needs uncompressed output: byte offsets in a {compression} "
-            "file do not point at records; drop compression or the index"
-        )
-
-
-def require_folder(path: str) -> None:
-    """Outputs go into folders that exist: a typo in a path fails here, before any work,
-    rather than creating folders nobody asked for."""
-    folder = os.path.dirname(path) or "."
-    if not os.path.isdir(folder):
-        raise FileNotFoundError(f"cannot write {path}: no such directory {folder}")
-
-
-def _check_offsets(offsets: np.ndarray, size: int) -> None:
-    """Offsets fit for write_batch: checked before they size a buffer, so that wrong ones
-    raise instead of asking for exabytes or framing bytes from outside the data."""
-    if offsets.ndim != 1 or len(offsets) == 0:
-        raise ValueError(
-            f"write_batch offsets must be a 1-D array of n + 1 record boundaries, not an array "
-            f"of shape {offsets.shape}"
-        )
-    if offsets[0] < 0:
-        raise ValueError(f"write_batch offsets start at {offsets[0]}, expected >= 0")
-    if len(offsets) > 1:
-        down = np.flatnonzero(offsets[1:] < offsets[:-1])
-        if len(down):
-            i = int(down[0])
-            raise ValueError(
-                f"write_batch offsets go down at record {i}: {offsets[i]} then "
-                f"{offsets[i + 1]}; offsets must be non-decreasing"
-            )
-    if offsets[-1] > size:
-        raise ValueError(
-            f"write_batch offsets end at {offsets[-1]}, past the end of the {size} bytes of data"
-        )
-
-
-class RecordWriter(CloseOrAbort):
-    """Writes TFRecord frames to `path` under a hidden temporary name, renamed on a clean close.
-
-    Use as a context manager. `write(payload)` appends one record; `write_batch(data,
-    offsets)` appends many from one buffer. If the block raises, or the writer is dropped
-    unclosed, the temporary file is deleted and nothing appears at `path`.
-
-    Frames are built in the caller's thread into a few reused buffers (fresh pages would
-    cost a page fault each) and written, and compressed, by one background thread, so the
-    caller's next batch overlaps this one's I/O. An error in that thread is raised by a
-    later write or by close; abort waits for writes in flight, then deletes.
-
-    index=True also streams the ``path.idx`` sidecar (``offset length`` per record, as
-    `write_index` writes it) beside the temporary file, renamed with it; it needs
-    uncompressed output.
-
-    `close()` is `finish()` then `publish()`. A caller writing several files that must
-    appear together (or after a check) calls finish() on each, which completes the file
-    under its temporary name `tmp`, reads them back if it likes, then publish(name) on
-    each; abort() still deletes a finished file that was not published. Such a caller
-    passes reuse=the previous, finished writer: the new one takes over its idle thread and
-    buffers, saving a thread start and fresh pages per file.
-    """
-
-    FLUSH_BYTES = 4 << 20  # write(): payloads gathered before they are framed together
-    BUFFERS = 3  # frame buffers circulating: one being filled, the others queued or writing
-
-    def __init__(
-        self,
-        path: PathLike,
-        compression: str | None = None,
-        *,
-        index: bool = False,
-        reuse: RecordWriter | None = None,
-    ):
-        self.path = os.fspath(path)
-        self.compression = normalize_compression(compression, allow_auto=False)
-        check_index_option(index, self.compression)
-        require_folder(self.path)
-        self.index = bool(index)
-        self.tmp = hidden_sibling(self.path)
-        self.index_tmp = self.tmp + INDEX_SUFFIX if index else None
-        self.records = 0
-        self.position = 0  # bytes of frames written: the uncompressed stream's length
-        self.finished = False
-        self._pending: list[bytes] = []
-        self._pending_bytes = 0
-        self._inflight: deque = deque()  # (future of one sink.write, its buffer), in order
-        if reuse is not None and reuse.finished and reuse._pool is not None:
-            self._pool, self._free = reuse._pool, reuse._free
-            reuse._pool, reuse._free = None, []
-        else:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="tfrecnp-writer")
-            self._free = [np.empty(0, np.uint8) for _ in range(self.BUFFERS)]
-        self._index_file = None
-        # Buffered: large writes go straight through, and partial writes are retried.
-        self._raw = open(self.tmp, "wb")  # noqa: SIM115 (closed by finish/abort)
-        self.closed = False
-        try:
-            self._sink = (
-                CompressingWriter(self._raw, self.compression) if self.compression else self._raw
-            )
-            if index:
-                self._index_file = open(self.index_tmp, "wb")  # noqa: SIM115
-        except BaseException:
-            self.abort()
-            raise
-
-    def write(self, payload: bytes | bytearray | memoryview) -> None:
-        self._check_open()
-        payload = bytes(payload)
-        self._pending.append(payload)
-        self._pending_bytes += len(payload)
-        if self._pending_bytes >= self.FLUSH_BYTES:
-            self._flush()
-
-    def write_batch(self, data, offsets) -> None:
-        """Append records data[offsets[i]:offsets[i + 1]] (a uint8 buffer, n + 1 offsets).
-        The data is copied before this returns: the caller may reuse its buffer."""
-        self._flush()
-        data = np.frombuffer(data, np.uint8) if not isinstance(data, np.ndarray) else data
-        data = np.ascontiguousarray(data.reshape(-1).view(np.uint8))
-        offsets = np.ascontiguousarray(offsets, dtype=np.int64)
-        _check_offsets(offsets, len(data))
-        self._write_frames(data, offsets)
-
-    def finish(self) -> None:
-        """Write everything out and close the file, still under its temporary name `tmp`."""
-        if self.finished or self.closed:
-            return
-        try:
-            self._flush()
-            self._drain()
-            if self.compression:
-                self._sink.finish()
-            self._raw.close()
-            if self._index_file is not None:
-                self._index_file.close()
-        except BaseException:
-            self.abort()
-            raise
-        self.finished = True
-
-    def publish(self, path: PathLike | None = None) -> str:
-        """Finish if need be, then move the file (and its index) to `path`, by default the
-        path the writer was made for. Returns where the file is now."""
-        if self.closed:
-            raise ValueError(f"writer for {self.path} is closed")
-        self.finish()
-        self._stop_thread()
-        target = os.fspath(path) if path is not None else self.path
-        try:
-            os.replace(self.tmp, target)
-            if self.index_tmp is not None:
-                os.replace(self.index_tmp, index_path(target))
-        except BaseException:
-            self.abort()
-            raise
-        self.closed = True
-        self.path = target
-        return target
-
-    def close(self) -> None:
-        """Flush, then move the finished file into place."""
-        if not self.closed:
-            self.publish()
-
-    def abort(self) -> None:
-        """Drop everything written: wait for writes in flight, then delete the temporary
-        file (and index)."""
-        if self.closed:
-            return
-        self.closed = True
-        self._pending.clear()
-        try:
-            for future, _ in self._inflight:
-                future.exception()  # wait, and drop the error: we are failing already
-            self._inflight.clear()
-            self._stop_thread()
-            for f in (self._raw, self._index_file):
-                if f is not None:
-                    with contextlib.suppress(OSError):
-                        f.close()
-        finally:
-            for p in (self.tmp, self.index_tmp):
-                if p is not None and os.path.exists(p):
-                    os.unlink(p)
-
-    # internals -------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self.closed or self.finished:
-            raise ValueError(f"writer for {self.path} is closed")
-
-    def _flush(self) -> None:
-        if not self._pending:
-            return
-        lengths = np.fromiter(map(len, self._pending), np.int64, len(self._pending))
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        data = np.frombuffer(b"".join(self._pending), np.uint8)
-        self._pending, self._pending_bytes = [], 0
-        self._write_frames(data, offsets)
-
-    def _write_frames(self, data: np.ndarray, offsets: np.ndarray) -> None:
-        """Frame the records into a free buffer and queue it for the background thread."""
-        self._check_open()
-        n = len(offsets) - 1
-        if n <= 0:
-            return
-        size = int(offsets[-1] - offsets[0]) + 16 * n
-        # Take back the buffers already written (raising their errors), waiting for the
-        # oldest when none is free.
-        while self._inflight and (not self._free or self._inflight[0][0].done()):
-            self._wait_one()
-        buf = self._free.pop()
-        if len(buf) < size:
-            buf = np.empty(size + size // 4, np.uint8)
-        framing.frame_payloads(data, offsets, buf[:size])
-        if self._index_file is not None:
-            frames = np.diff(offsets) + 16
-            starts = np.empty(n, np.int64)
-            starts[0] = self.position
-            np.cumsum(frames[:-1], out=starts[1:])
-            starts[1:] += self.position
-            self._index_file.write(encode.index_lines(starts, frames))
-        self._inflight.append((self._pool.submit(self._sink.write, buf[:size]), buf))
-        self.records += n
-        self.position += size
-
-    def _stop_thread(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
-            self._pool = None
-
-    def _wait_one(self) -> None:
-        future, buf = self._inflight.popleft()
-        self._free.append(buf)
-        future.result()
-
-    def _drain(self) -> None:
-        """Wait until everything queued is written; raises the first write error."""
-        while self._inflight:
-            self._wait_one()

@@ -17,13 +17,14 @@ import zlib
 
 import numpy as np
 
-from .columns import BytesColumn, Ragged
-from .dataset import open as open_dataset
-from .decode import Decoder
-from .errors import format_count, format_size
-from .records import RecordReader, index_path, scan_file
-from .sinks import load
-from .writer import write
+from .._util.text import format_count, format_size
+from ..arrays.load import load
+from ..data.dataset import open as open_dataset
+from ..example.columns import BytesColumn, Ragged, concat_columns
+from ..example.decode import Decoder
+from ..example.write import write
+from ..format.index import index_path
+from ..format.reader import RecordReader, scan_file
 
 __all__ = ["encode_png", "run_demo", "sample_columns"]
 
@@ -94,8 +95,6 @@ def _same(a, b) -> bool:
 
 
 def _concat_batches(parts: list[dict]) -> dict:
-    from .columns import concat_columns
-
     return {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
 
 

@@ -1,0 +1,2 @@
+"""What several layers share: atomic output, text formatting, progress lines, threads,
+memory. Imports nothing of tfrecnp but `errors`."""

@@ -1,0 +1,80 @@
+"""Outputs that appear whole or not at all: built under a hidden name beside the target, on
+the same file system, and renamed into place only when complete."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from typing import TypeVar
+
+PathLike = str | os.PathLike
+
+
+def hidden_sibling(path: PathLike, tag: str = "tmp") -> str:
+    """A hidden, unique name beside `path` (``.name.tmp-1a2b3c4d``): where an output is
+    built before it is renamed into place, on the same file system so the rename is atomic."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return os.path.join(folder, f".{name}.{tag}-{uuid.uuid4().hex[:8]}")
+
+
+class atomic_output:
+    """Context manager giving a temporary path beside `path`; renamed onto it only when the
+    block finishes without an exception, deleted otherwise."""
+
+    def __init__(self, path: PathLike):
+        self.path = os.fspath(path)
+        self.tmp = hidden_sibling(self.path)
+
+    def __enter__(self) -> str:
+        return self.tmp
+
+    def __exit__(self, kind, value, traceback) -> None:
+        try:
+            if kind is None:
+                os.replace(self.tmp, self.path)
+        finally:
+            if os.path.exists(self.tmp):  # the block raised, or the rename itself failed
+                os.unlink(self.tmp)
+
+
+_Output = TypeVar("_Output", bound="CloseOrAbort")
+
+
+class CloseOrAbort:
+    """The life cycle of an output that appears whole or not at all (RecordWriter,
+    tn.Writer, the array sinks): `close()` when a ``with`` block ends cleanly, `abort()` when
+    it raises, and `abort()` when the object is garbage-collected unclosed, so a forgotten
+    or crashed writer leaves nothing that looks complete.
+
+    Subclasses define close() and abort() (both harmless once ``closed``) and set
+    ``self.closed = False`` as soon as they hold something abort() must clean up.
+    """
+
+    closed = True  # until a subclass's __init__ has opened something
+
+    def close(self) -> object:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Output) -> _Output:
+        return self
+
+    def __exit__(self, kind, value, traceback) -> None:
+        if kind is None:
+            self.close()
+        else:
+            self.abort()
+
+    def __del__(self) -> None:
+        if not self.closed:
+            self.abort()
+
+
+def require_folder(path: str) -> None:
+    """Outputs go into folders that exist: a typo in a path fails here, before any work,
+    rather than creating folders nobody asked for."""
+    folder = os.path.dirname(path) or "."
+    if not os.path.isdir(folder):
+        raise FileNotFoundError(f"cannot write {path}: no such directory {folder}")

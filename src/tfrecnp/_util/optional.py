@@ -1,0 +1,21 @@
+"""Optional dependencies (h5py, zarr, Pillow, TensorFlow, PyTorch, ...) are imported where
+used, never by `import tfrecnp`; a missing one says which extra installs it."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+def install_hint(module: str, extra: str) -> ImportError:
+    return ImportError(
+        f"this needs {module}: pip install 'tfrecnp[{extra}]' (or pip install {module})"
+    )
+
+
+def require(module: str, extra: str) -> ModuleType:
+    """Import `module`, or raise ImportError with the pip line of the extra that has it."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise install_hint(module.split(".")[0], extra) from None

@@ -1,0 +1,83 @@
+"""Array files -> TFRecord files: each array a feature, each row a record (the reverse of
+`Dataset.save`), and `tn.convert`, which picks the direction from its source."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from ..arrays.sources import array_format, open_arrays
+from ..example.write import WriteResult, write
+from ..format.paths import Paths
+from .dataset import is_array_source, open
+
+ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
+
+
+def convert_arrays(
+    src: str | os.PathLike,
+    dst: str | os.PathLike,
+    *,
+    feature: str | None = None,
+    key: str | list[str] | None = None,
+    encoding: str | Mapping[str, str | None] | None = None,
+    compression: str | None = None,
+    records_per_shard: int | None = None,
+    index: bool = False,
+    progress: bool = True,
+    verify: bool = False,
+) -> WriteResult:
+    """Convert an array file (.npy, .npz, HDF5, Zarr, folder of .npy) to TFRecord files.
+
+    Each array becomes a feature (name: the .npz member / dataset / array name, or the .npy
+    file's name; `feature` renames a single one, `key` picks some), each row a record. Reads
+    in slices, so files larger than memory stream through. Options as for `write`.
+    """
+    src = os.fspath(src)
+    if os.fspath(dst).endswith(ARRAY_SUFFIXES):
+        raise ValueError(
+            f"{dst}: array files convert to TFRecord files (give a .tfrecord path); "
+            "array-to-array conversion is not supported: use h5py / zarr / NumPy directly"
+        )
+    fmt = array_format(src)
+    if fmt is None:
+        if not os.path.exists(src):
+            raise FileNotFoundError(f"no such file: {src}")
+        raise ValueError(
+            f"{src} is not an array file tfrecnp converts (.npy, .npz, HDF5, Zarr, or a "
+            "folder of .npy files)"
+        )
+    with open_arrays(src, key=key, feature=feature) as source:
+        return write(
+            dst,
+            source.columns,
+            encoding=encoding,
+            compression=compression,
+            records_per_shard=records_per_shard,
+            index=index,
+            progress=progress,
+            verify=verify,
+        )
+
+
+def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
+    """Convert between TFRecord files and arrays, choosing the direction from `src`.
+
+    TFRecord files (a path, glob, directory or list) -> arrays at dst: the same as
+    ``tn.open(src, spec, compression=, verify_crc=, on_error=).select(select).save(dst,
+    format=, progress=, overwrite=, batch_size=)``; returns the output path.
+    An array file (.npy, .npz, HDF5, Zarr, a folder of .npy) -> TFRecord files at dst:
+    `convert_arrays` with its options (feature, key, encoding, compression,
+    records_per_shard, index, progress, verify); returns what it returns.
+    """
+    if is_array_source(src):
+        return convert_arrays(src, dst, **options)
+    open_options = {
+        k: options.pop(k) for k in ("spec", "compression", "verify_crc", "on_error") if k in options
+    }
+    select = options.pop("select", None)
+    ds = open(src, **open_options)
+    if select is not None:
+        ds = ds.select(select)
+    return ds.save(dst, **options)

@@ -1,0 +1,300 @@
+"""The files of a dataset and reads by position: an index of every record (frame offsets
+and payload lengths, from header-only scans or `.idx` sidecars), positioned reads of runs
+of frames (`os.preadv`, no shared file position), and a check that what was read is what
+the index promised.
+
+Records stay in their TFRecord frames (`Frames`) until a batch is gathered from them; a
+record's location is ``file number << LOC_BITS | record number in the file``, so errors in
+any batch, shuffled or not, name the right file and record.
+"""
+
+from __future__ import annotations
+
+import builtins
+import itertools
+import os
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._core import framing
+from .._util.text import format_count
+from ..errors import SALVAGE_HINT, CorruptRecordError, TFRecordError
+from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
+
+LOC_BITS = 40  # a record's location: file number << LOC_BITS | record number in the file
+LOC_MASK = (1 << LOC_BITS) - 1
+
+
+class RandomAccessError(TFRecordError, ValueError):
+    """Reading records by position needs uncompressed files."""
+
+
+# --- the index of all files ---------------------------------------------------------------
+
+
+class Files:
+    """The files of a dataset, their compression, and (built on first need) the index of
+    every record: frame offsets and payload lengths, per file and as global arrays."""
+
+    def __init__(self, paths: list[str], compression: str | None, verify_crc: bool, on_error):
+        self.paths = paths
+        self.compression = compression
+        self.verify_crc = verify_crc
+        self.on_error = on_error
+        self.kinds = [file_compression(p, compression) for p in paths]
+        self.seekable = all(k is None for k in self.kinds)
+        self.corruptions: list[CorruptRecordError] = []
+        self._lock = threading.Lock()
+        self._indexed = False
+        self._file_index: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(paths)
+
+    def file_index(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        """(frame offsets, payload lengths) of file f, scanned on first need (or read from
+        its .idx sidecar); a compressed file is decompressed once for this."""
+        found = self._file_index[f]
+        if found is None:
+            with self._lock:
+                found = self._file_index[f]
+                if found is None:
+                    found = self._file_index[f] = self._scan(f)
+        return found
+
+    def _scan(self, f: int) -> tuple[np.ndarray, np.ndarray]:
+        path, kind = self.paths[f], self.kinds[f]
+        if self.on_error == "raise":
+            index = scan_file(path, compression=kind)
+        else:
+            reader = RecordReader(path, compression=kind, on_error=self.on_error)
+            index = next(reader.indexes())
+            self.corruptions += reader.corruptions  # under the lock of file_index
+        return index.offsets, index.lengths
+
+    def index(self) -> Files:
+        """Index every file; then firsts (each file's first global record number), offsets
+        and lengths (global arrays) are set."""
+        if not self._indexed:
+            parts = [self.file_index(f) for f in range(len(self.paths))]
+            with self._lock:
+                if not self._indexed:
+                    counts = np.array([len(o) for o, _ in parts], np.int64)
+                    self.firsts = np.zeros(len(counts) + 1, np.int64)
+                    np.cumsum(counts, out=self.firsts[1:])
+                    empty = np.empty(0, np.int64)
+                    self.offsets = np.concatenate([o for o, _ in parts]) if parts else empty
+                    self.lengths = np.concatenate([n for _, n in parts]) if parts else empty
+                    self._indexed = True
+        return self
+
+    @property
+    def indexed(self) -> bool:
+        return self._indexed
+
+    @property
+    def count(self) -> int:
+        return int(self.index().firsts[-1])
+
+    def locate(self, ids: np.ndarray) -> np.ndarray:
+        """The file number of each global record number."""
+        return np.searchsorted(self.firsts, ids, side="right") - 1
+
+    def locs(self, ids: np.ndarray) -> np.ndarray:
+        """Locations (file << LOC_BITS | record in file) of global record numbers."""
+        which = self.locate(ids)
+        return (which << LOC_BITS) | (ids - self.firsts[which])
+
+    def where(self, loc: int) -> tuple[str, int, int]:
+        """(path, record number in the file, byte offset or -1) of a location."""
+        f, record = loc >> LOC_BITS, loc & LOC_MASK
+        known = self._file_index[f]
+        offset = int(known[0][record]) if known is not None and record < len(known[0]) else -1
+        return self.paths[f], record, offset
+
+    def note(self, error: CorruptRecordError) -> bool:
+        """List skipped damage once per place; False if it was listed already."""
+        key = (error.path, error.record, error.offset)
+        with self._lock:
+            if any((e.path, e.record, e.offset) == key for e in self.corruptions):
+                return False
+            self.corruptions.append(error)
+            return True
+
+    def require_seek(self, what: str) -> None:
+        if self.seekable:
+            return
+        f = next(i for i, k in enumerate(self.kinds) if k is not None)
+        path = self.paths[f]
+        raise RandomAccessError(
+            f"{what} reads records by position, which needs uncompressed files, but {path} "
+            f"is {self.kinds[f]}-compressed; decompress it (e.g. `gunzip -c {path} > "
+            f"{os.path.splitext(path)[0]}`), or convert the dataset once (tn.convert(src, "
+            "'out/')) and read rows from tn.load('out/'). Iteration, batches() and "
+            "batches(shuffle=N) work on compressed files"
+        )
+
+
+# --- frames: records still in their TFRecord framing -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Frames:
+    """Whole TFRecord frames in one buffer: frame k starts at buf[starts[k]] and holds a
+    payload of lengths[k] bytes; locs[k] is its location (file << LOC_BITS | record).
+    checked: the payload CRCs were verified already."""
+
+    buf: np.ndarray
+    starts: np.ndarray
+    lengths: np.ndarray
+    locs: np.ndarray
+    checked: bool = False
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.buf.nbytes)
+
+
+@dataclass(frozen=True)
+class LocatedBatch(RecordBatch):
+    """A RecordBatch whose rows carry their locations, so an error in any row (say, of a
+    shuffled batch) names the right file and record."""
+
+    locs: np.ndarray | None = None
+    files: Files | None = None
+    order: np.ndarray | None = None  # rows to take after decoding (shuffle=N mixes within)
+
+    def where(self, row: int) -> tuple[str, int]:
+        if self.locs is None or self.files is None:
+            return super().where(row)
+        path, record, _ = self.files.where(int(self.locs[row]))
+        return path, record
+
+
+def read_at(fh, view: memoryview, offset: int) -> int:
+    """Read into view from byte `offset` of the open file fh: os.preadv where the system has
+    it (no file position, no copy), else seek + readinto (fh is never shared)."""
+    if _PREADV is not None:
+        return _PREADV(fh.fileno(), [view], offset)
+    fh.seek(offset)
+    return fh.readinto(view) or 0
+
+
+_PREADV = getattr(os, "preadv", None)
+
+
+def pread_into(fh, view: memoryview, offset: int, path: str) -> None:
+    got = 0
+    while got < len(view):
+        n = read_at(fh, view[got:], offset + got)
+        if n <= 0:
+            raise CorruptRecordError(
+                f"the file ends at byte {format_count(offset + got)}, before the "
+                f"{format_count(len(view))} bytes its index lists at byte {format_count(offset)}",
+                path=path,
+                record=-1,
+                offset=offset,
+                hint="the file changed after it was indexed; delete its .idx and open it again",
+            )
+        got += n
+
+
+def check_frames(files: Files, frames: Frames) -> None:
+    """Walk the frame headers of a freshly read buffer: every length CRC must check and
+    every length must equal the index's (a stale .idx or a rewritten file fails here)."""
+    n = len(frames)
+    starts = np.empty(n, np.int64)
+    lengths = np.empty(n, np.int64)
+    status, pos, got, _ = framing.scan_frames(frames.buf, 0, len(frames.buf), starts, lengths)
+    expect_s, expect_l = frames.starts[:got], frames.lengths[:got]
+    wrong = np.flatnonzero((starts[:got] != expect_s) | (lengths[:got] != expect_l))
+    if got == n and not len(wrong):
+        return
+    k = int(wrong[0]) if len(wrong) else got
+    path, record, offset = files.where(int(frames.locs[min(k, n - 1)]))
+    if status == framing.BAD_LENGTH_CRC and k == got:
+        stored = int.from_bytes(frames.buf[pos + 8 : pos + 12].tobytes(), "little")
+        computed = framing.mask_crc(framing.crc32c(frames.buf[pos : pos + 8]))
+        reason = f"length CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})"
+    else:
+        found = int(lengths[k]) if k < got else -1
+        reason = (
+            f"record length {format_count(found)} differs from the index's "
+            f"{format_count(int(frames.lengths[k]))}"
+            if found >= 0
+            else "the frame at the indexed offset does not parse"
+        )
+    raise CorruptRecordError(
+        reason,
+        path=path,
+        record=record,
+        offset=offset,
+        hint="if the file changed after it was indexed, delete its .idx and open it again; "
+        "otherwise " + SALVAGE_HINT,
+    )
+
+
+def read_span(files: Files, f: int, a: int, b: int) -> Frames:
+    """Records a..b (numbers within file f), one read per run of adjacent frames, laid
+    back to back. The frames are adjacent unless on_error="skip" / "warn" indexed around
+    damaged bytes; those are never read (nor walked into by check_frames)."""
+    off, ln = files.file_index(f)
+    offsets, lengths = off[a:b], ln[a:b].copy()
+    sizes = lengths + 16
+    starts = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    buf = np.empty(int(starts[-1]), np.uint8)
+    view = memoryview(buf)
+    gaps = np.flatnonzero(offsets[:-1] + sizes[:-1] != offsets[1:]) + 1
+    cuts = [0, *gaps.tolist(), len(sizes)]
+    path = files.paths[f]
+    with builtins.open(path, "rb", buffering=0) as fh:
+        for lo, hi in itertools.pairwise(cuts):
+            s, e = int(starts[lo]), int(starts[hi])
+            pread_into(fh, view[s:e], int(offsets[lo]), path)
+    locs = (f << LOC_BITS) + np.arange(a, b, dtype=np.int64)
+    frames = Frames(buf, starts[:-1], lengths, locs)
+    check_frames(files, frames)
+    return frames
+
+
+def read_records(files: Files, ids: np.ndarray) -> Frames:
+    """The records with these global numbers, their frames laid back to back in the given
+    order (duplicates allowed). One read per record, files visited in offset order."""
+    ids = np.asarray(ids, np.int64)
+    n = len(ids)
+    sizes = files.lengths[ids] + 16
+    slots = np.zeros(n + 1, np.int64)
+    np.cumsum(sizes, out=slots[1:])
+    buf = np.empty(int(slots[-1]), np.uint8)
+    view = memoryview(buf)
+    which = files.locate(ids)
+    offsets = files.offsets[ids]
+    order = np.lexsort((offsets, which))
+    slot_list, size_list, off_list = slots.tolist(), sizes.tolist(), offsets.tolist()
+    which_sorted = which[order]
+    cuts = np.flatnonzero(np.diff(which_sorted)) + 1
+    for group in np.split(order, cuts) if n else []:
+        path = files.paths[int(which[group[0]])]
+        with builtins.open(path, "rb", buffering=0) as fh:
+            for k in group.tolist():
+                s, size = slot_list[k], size_list[k]
+                if read_at(fh, view[s : s + size], off_list[k]) != size:
+                    pread_into(fh, view[s : s + size], off_list[k], path)
+    frames = Frames(buf, slots[:-1].copy(), sizes - 16, files.locs(ids))
+    check_frames(files, frames)
+    return frames
+
+
+def frames_of(batch: RecordBatch, locs: np.ndarray) -> Frames:
+    """Payloads (already CRC-checked by the reader) framed again, so stream reads and
+    file reads meet in one form."""
+    n = len(batch)
+    offsets = batch.offsets - batch.offsets[0]
+    data = batch.data[batch.offsets[0] : batch.offsets[-1]]
+    out = np.empty(int(offsets[-1]) + 16 * n, np.uint8)
+    framing.frame_payloads(np.ascontiguousarray(data), np.ascontiguousarray(offsets), out)
+    starts = offsets[:-1] + 16 * np.arange(n, dtype=np.int64)
+    return Frames(out, starts, np.diff(offsets), locs, checked=True)

@@ -1,0 +1,97 @@
+"""Padding variable-length (Ragged) columns into dense arrays for training:
+`batches(pad={"tokens": 128})` gives a [n, 128] array plus a "tokens_length" column."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..example.columns import Column, Ragged
+from ..example.spec import Raw, Sequence, VarLen
+
+Batch = dict[str, Column]
+LENGTH_SUFFIX = "_length"
+
+
+def feature_names(spec: Any) -> list[str]:
+    if isinstance(spec, Sequence):
+        return [*spec.context, *spec.sequence]
+    return list(spec)
+
+
+def ragged_features(spec: Any) -> dict[str, bool]:
+    """name -> True when the feature decodes to a flat Ragged (paddable), False when to a
+    Ragged of Ragged; features that decode to fixed-shape columns are left out."""
+
+    def example(features: Mapping[str, Any]) -> dict[str, bool]:
+        return {
+            n: True
+            for n, f in features.items()
+            if isinstance(f, VarLen) or (isinstance(f, Raw) and f.ragged)
+        }
+
+    if isinstance(spec, Sequence):
+        return example(spec.context) | {
+            n: not isinstance(f, VarLen) for n, f in spec.sequence.items()
+        }
+    return example(spec)
+
+
+def padder(spec: Any, pad: Any) -> Callable[[Batch], Batch] | None:
+    if pad is None or pad is False:
+        return None
+    flat = ragged_features(spec)
+    if pad is True:
+        wanted = {name: (None, 0) for name, ok in flat.items() if ok}
+    elif isinstance(pad, Mapping):
+        wanted = {}
+        for name, how in pad.items():
+            if name not in feature_names(spec):
+                raise KeyError(
+                    f"pad names {name!r}, which is not in the spec; features: "
+                    f"{', '.join(map(repr, feature_names(spec)))}"
+                )
+            if name not in flat:
+                raise ValueError(
+                    f"pad: feature {name!r} decodes to a fixed-shape array already; pad applies "
+                    "to variable-length (Ragged) features"
+                )
+            if not flat[name]:
+                raise ValueError(
+                    f"pad: feature {name!r} decodes to rows of rows (a Ragged of Ragged); "
+                    "pad its inner rows yourself with tn.Ragged.to_padded"
+                )
+            if isinstance(how, tuple):
+                if len(how) != 2:
+                    raise ValueError(f"pad[{name!r}] must be a length or (length, value)")
+                length, value = how
+            else:
+                length, value = how, 0
+            if length is not None and (not isinstance(length, (int, np.integer)) or length < 0):
+                raise ValueError(f"pad[{name!r}]: the length must be an int >= 0 or None")
+            wanted[name] = (length, value)
+    else:
+        raise TypeError(f"pad must be None, True or a dict of name -> length, not {pad!r}")
+    names = set(feature_names(spec))
+    for name in wanted:
+        if name + LENGTH_SUFFIX in names:
+            raise ValueError(
+                f"pad: the lengths column {name + LENGTH_SUFFIX!r} would replace the feature "
+                "of that name; select it away or rename one of them"
+            )
+
+    def apply(cols: Batch) -> Batch:
+        out: dict[str, Any] = {}
+        for name, col in cols.items():
+            if name in wanted and isinstance(col, Ragged):
+                length, value = wanted[name]
+                out[name] = col.to_padded(length, value)
+                lens = col.lengths
+                out[name + LENGTH_SUFFIX] = lens if length is None else np.minimum(lens, length)
+            else:
+                out[name] = col
+        return out
+
+    return apply

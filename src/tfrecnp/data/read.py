@@ -1,0 +1,70 @@
+"""`tn.read`: every record of some files decoded into one dict of columns, the next batch
+read while the last one decodes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future
+from typing import Any
+
+import numpy as np
+
+from ..example.columns import concat_columns
+from ..example.decode import CPUS, Batch, Decoder, executor
+from ..example.infer import infer_spec
+from ..example.spec import Spec
+from ..format.paths import Paths
+from ..format.reader import RecordBatch, RecordReader
+
+BATCH_BYTES = 4 << 20  # a batch of about this many payload bytes decodes in cache ...
+BATCH_RECORDS = (64, 4096)  # ... within these many records
+
+
+def read(
+    paths: Paths,
+    spec: Spec | Any = None,
+    *,
+    compression: str | None = "auto",
+    verify_crc: bool = True,
+    threads: int | None = None,
+) -> Batch:
+    """Every record of the files decoded into one dict of columns.
+
+    spec=None infers the spec from a sample of the records. The next batch is read while
+    the last one decodes (threads: decoding threads, default one less than the cores).
+    The whole result is held in memory; to stream a dataset larger than memory, iterate
+    RecordReader(...).batches() through a Decoder instead.
+    """
+    if spec is None:
+        spec = infer_spec(paths)
+    # this thread reads while the pipeline thread decodes: one core less for chunks
+    decoder = Decoder(spec, threads=threads if threads is not None else max(1, CPUS - 1))
+    reader = RecordReader(paths, compression=compression, verify_crc=verify_crc)
+    size = batch_size(paths, compression=compression)
+    parts = list(_pipelined(reader.batches(size), decoder.decode))
+    if not parts:
+        parts = [decoder.decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))]
+    return {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
+
+
+def batch_size(paths: Paths, *, compression: str | None = "auto") -> int:
+    """Records per batch for these files: about BATCH_BYTES of payload (judged from the
+    first records), so small records batch by thousands and big tensors by tens."""
+    sample = next(RecordReader(paths, compression=compression).batches(64), None)
+    if sample is None or len(sample) == 0:
+        return BATCH_RECORDS[1]
+    mean = max(1.0, len(sample.data) / len(sample))
+    return int(min(max(BATCH_BYTES / mean, BATCH_RECORDS[0]), BATCH_RECORDS[1]))
+
+
+def _pipelined(batches: Iterable[RecordBatch], fn: Callable[[RecordBatch], Batch]):
+    """fn over batches, each decoded in the pool while the next one is read (two in
+    flight at most)."""
+    pending: Future | None = None
+    for batch in batches:
+        future = executor("pipeline").submit(fn, batch)
+        if pending is not None:
+            yield pending.result()
+        pending = future
+    if pending is not None:
+        yield pending.result()

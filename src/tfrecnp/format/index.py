@@ -1,0 +1,101 @@
+"""`.idx` sidecars: one text line per record, ``offset length``, where length counts the
+whole frame (header + payload + footer). The format of NVIDIA DALI's tfrecord2idx and
+vahidk/tfrecord. A sidecar is trusted only after it tiles its file and a few frame headers
+agree with it; otherwise it is ignored (with a warning) and the file is rescanned."""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._core import encode, framing
+from .._util.atomic import atomic_output
+from .paths import INDEX_SUFFIX, PathLike
+
+
+@dataclass(frozen=True)
+class RecordIndex:
+    """Where each record of one file lies: frame offsets and payload lengths (int64)."""
+
+    path: str
+    offsets: np.ndarray
+    lengths: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def frame_lengths(self) -> np.ndarray:
+        """Whole-frame lengths (payload + 16), as index files store them."""
+        return self.lengths + 16
+
+
+def index_path(path: PathLike) -> str:
+    """The sidecar index of a TFRecord file: the same name with .idx appended."""
+    return os.fspath(path) + INDEX_SUFFIX
+
+
+def write_index(index: RecordIndex, out: PathLike | None = None) -> str:
+    """Write `offset length` lines (length = whole frame), the format of NVIDIA DALI's
+    tfrecord2idx and vahidk/tfrecord. Returns the index file's path."""
+    out = os.fspath(out) if out is not None else index_path(index.path)
+    starts = np.ascontiguousarray(index.offsets, np.int64)
+    frames = np.ascontiguousarray(index.frame_lengths, np.int64)
+    with atomic_output(out) as tmp, open(tmp, "wb") as f:
+        f.write(encode.index_lines(starts, frames))
+    return out
+
+
+def read_index(index_file: PathLike, data_file: PathLike | None = None) -> RecordIndex | None:
+    """Read an `offset length` index. With data_file given, returns None (and warns) when
+    the index does not describe that file (stale or foreign), so callers rescan."""
+    index_file = os.fspath(index_file)
+    path = os.fspath(data_file) if data_file is not None else index_file[: -len(INDEX_SUFFIX)]
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # an empty index is a valid index of an empty file
+            table = np.loadtxt(index_file, dtype=np.int64, ndmin=2)
+        if table.size and table.shape[1] != 2:
+            raise ValueError("expected two columns (offset length) per line")
+    except ValueError as e:
+        if data_file is None:
+            raise ValueError(f"{index_file}: {e}") from e
+        return _ignore_index(index_file, path)
+    table = table.reshape(-1, 2)
+    offsets, frames = table[:, 0].copy(), table[:, 1].copy()
+    consistent = bool(
+        np.all(frames >= 16) and np.all(offsets[1:] == offsets[:-1] + frames[:-1])
+    ) and (len(offsets) == 0 or offsets[0] == 0)
+    if data_file is not None:
+        end = int(offsets[-1] + frames[-1]) if len(offsets) else 0
+        if not (
+            consistent and end == os.path.getsize(path) and _headers_agree(path, offsets, frames)
+        ):
+            return _ignore_index(index_file, path)
+    elif not consistent:
+        raise ValueError(f"{index_file}: offsets and lengths do not tile a file")
+    return RecordIndex(path, offsets, frames - 16)
+
+
+def _ignore_index(index_file: str, path: str) -> None:
+    warnings.warn(
+        f"ignoring index {index_file}: it does not describe {path} (stale or foreign); rescanning",
+        stacklevel=4,
+    )
+
+
+def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
+    """Spot-check an index against its file (a few 12-byte reads): the first, middle and last
+    indexed frames must start with a header whose length CRC checks and whose length agrees."""
+    with open(path, "rb") as f:
+        for i in sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else ():
+            f.seek(int(offsets[i]))
+            head = f.read(12)
+            if len(head) < 12 or int.from_bytes(head[:8], "little") != frames[i] - 16:
+                return False
+            if framing.mask_crc(framing.crc32c(head[:8])) != int.from_bytes(head[8:], "little"):
+                return False
+    return True
