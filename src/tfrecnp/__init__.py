@@ -3,38 +3,59 @@
 A TFRecord file is a stream of framed records; tfrecnp reads them in batches (one buffer
 plus offsets), checks every CRC in a compiled core with the GIL released, and writes them
 back atomically. `import tfrecnp` needs only NumPy.
+
+This module is the one public face. Each name is imported from its layer on first use, so
+`import tfrecnp` (and `tfrecnp count`) stays fast and loads no more than it needs.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._version import __version__
-from .arrays.load import Arrays, load
-from .data.convert import convert
-from .data.dataset import Dataset, RandomAccessError, open
-from .data.read import read
-from .errors import (
-    CorruptRecordError,
-    CorruptRecordWarning,
-    MemoryBudgetError,
-    SchemaError,
-    TFRecordError,
-)
-from .example.columns import BytesColumn, Ragged
-from .example.decode import Decoder, decode
-from .example.infer import infer_spec
-from .example.spec import (
-    Bytes,
-    FixedLen,
-    Raw,
-    Sequence,
-    VarLen,
-    spec_from_json,
-    spec_from_tf,
-    spec_to_json,
-)
-from .example.write import Writer, WriteResult, write
-from .format.index import RecordIndex, read_index, write_index
-from .format.paths import expand_paths
-from .format.reader import RecordBatch, RecordReader, count_records, iter_records, scan_file
-from .format.writer import RecordWriter
+
+# public name -> the module (relative to this package) that defines it
+_HOMES = {
+    "Arrays": "arrays.load",
+    "load": "arrays.load",
+    "convert": "data.convert",
+    "Dataset": "data.dataset",
+    "RandomAccessError": "data.dataset",
+    "open": "data.dataset",
+    "read": "data.read",
+    "CorruptRecordError": "errors",
+    "CorruptRecordWarning": "errors",
+    "MemoryBudgetError": "errors",
+    "SchemaError": "errors",
+    "TFRecordError": "errors",
+    "BytesColumn": "example.columns",
+    "Ragged": "example.columns",
+    "Decoder": "example.decode",
+    "decode": "example.decode",
+    "infer_spec": "example.infer",
+    "Bytes": "example.spec",
+    "FixedLen": "example.spec",
+    "Raw": "example.spec",
+    "Sequence": "example.spec",
+    "VarLen": "example.spec",
+    "spec_from_json": "example.spec",
+    "spec_from_tf": "example.spec",
+    "spec_to_json": "example.spec",
+    "WriteResult": "example.write",
+    "Writer": "example.write",
+    "write": "example.write",
+    "RecordIndex": "format.index",
+    "read_index": "format.index",
+    "write_index": "format.index",
+    "expand_paths": "format.paths",
+    "RecordBatch": "format.reader",
+    "RecordReader": "format.reader",
+    "count_records": "format.reader",
+    "iter_records": "format.reader",
+    "scan_file": "format.reader",
+    "RecordWriter": "format.writer",
+}
 
 __all__ = [
     "Arrays",
@@ -77,3 +98,48 @@ __all__ = [
     "write",
     "write_index",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'tfrecnp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
+
+
+if TYPE_CHECKING:  # what editors and type checkers see
+    from .arrays.load import Arrays, load
+    from .data.convert import convert
+    from .data.dataset import Dataset, RandomAccessError, open
+    from .data.read import read
+    from .errors import (
+        CorruptRecordError,
+        CorruptRecordWarning,
+        MemoryBudgetError,
+        SchemaError,
+        TFRecordError,
+    )
+    from .example.columns import BytesColumn, Ragged
+    from .example.decode import Decoder, decode
+    from .example.infer import infer_spec
+    from .example.spec import (
+        Bytes,
+        FixedLen,
+        Raw,
+        Sequence,
+        VarLen,
+        spec_from_json,
+        spec_from_tf,
+        spec_to_json,
+    )
+    from .example.write import Writer, WriteResult, write
+    from .format.index import RecordIndex, read_index, write_index
+    from .format.paths import expand_paths
+    from .format.reader import RecordBatch, RecordReader, count_records, iter_records, scan_file
+    from .format.writer import RecordWriter
