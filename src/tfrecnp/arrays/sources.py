@@ -164,41 +164,44 @@ def open_arrays(
         )
     keys = [key] if isinstance(key, str) else (list(key) if key is not None else None)
     closers: list = []
-    saved = _saved_by_tfrecnp(path, fmt)
-    if saved is not None:  # what Dataset.save wrote: ragged and bytes columns come back whole
-        closers.append(saved.close)
-        columns = {n: saved[n] for n in _pick(list(saved), keys, path)}
-    elif fmt == "npy":
-        if keys is not None:
-            raise ValueError(f"{path} is a .npy file holding one array; it takes no key")
-        name = os.path.splitext(os.path.basename(path))[0]
-        columns = {name: _open_npy(path)}
-    elif fmt == "npy-dir":
-        names = sorted(
-            n[:-4] for n in os.listdir(path) if n.endswith(".npy") and not n.startswith(".")
-        )
-        columns = {n: _open_npy(os.path.join(path, n + ".npy")) for n in _pick(names, keys, path)}
-    elif fmt == "npz":
-        columns = _open_npz(path, keys, closers)
-    elif fmt == "hdf5":
-        columns = _open_hdf5(path, keys, closers)
-    else:
-        columns = _open_zarr(path, keys)
-    if not columns:
-        raise ValueError(f"{path} holds no arrays with at least one axis")
-    if feature is not None:
-        if len(columns) != 1:
-            raise ValueError(
-                f"feature={feature!r} names one column but {path} gives {len(columns)} "
-                f"({', '.join(columns)}); pick one with key="
-            )
-        columns = {feature: next(iter(columns.values()))}
-    try:
+    try:  # every handle opened so far is closed if a later member fails
+        columns = _open_columns(path, fmt, keys, closers)
+        if not columns:
+            raise ValueError(f"{path} holds no arrays with at least one axis")
+        if feature is not None:
+            if len(columns) != 1:
+                raise ValueError(
+                    f"feature={feature!r} names one column but {path} gives {len(columns)} "
+                    f"({', '.join(columns)}); pick one with key="
+                )
+            columns = {feature: next(iter(columns.values()))}
         return ArraySource(path, fmt, columns, closers)
     except BaseException:
         for close in closers:
             close()
         raise
+
+
+def _open_columns(path: str, fmt: str, keys: list[str] | None, closers: list) -> dict[str, Any]:
+    saved = _saved_by_tfrecnp(path, fmt)
+    if saved is not None:  # what Dataset.save wrote: ragged and bytes columns come back whole
+        closers.append(saved.close)
+        return {n: saved[n] for n in _pick(list(saved), keys, path)}
+    if fmt == "npy":
+        if keys is not None:
+            raise ValueError(f"{path} is a .npy file holding one array; it takes no key")
+        name = os.path.splitext(os.path.basename(path))[0]
+        return {name: _open_npy(path)}
+    if fmt == "npy-dir":
+        names = sorted(
+            n[:-4] for n in os.listdir(path) if n.endswith(".npy") and not n.startswith(".")
+        )
+        return {n: _open_npy(os.path.join(path, n + ".npy")) for n in _pick(names, keys, path)}
+    if fmt == "npz":
+        return _open_npz(path, keys, closers)
+    if fmt == "hdf5":
+        return _open_hdf5(path, keys, closers)
+    return _open_zarr(path, keys)
 
 
 def _saved_by_tfrecnp(path: str, fmt: str):

@@ -126,6 +126,17 @@ class Dataset:
         start, stop = self._range()
         return stop - start
 
+    def close(self) -> None:
+        """Close the file handles kept for reads by position (the next read reopens them).
+        A Dataset pickles without them, and after a fork reopens its own."""
+        self._files.close()
+
+    def __enter__(self) -> Dataset:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def __repr__(self) -> str:
         files = self._files
         n = f"{format_count(len(self))} records" if files.indexed else "records not yet counted"

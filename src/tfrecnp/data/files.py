@@ -11,10 +11,14 @@ any batch, shuffled or not, name the right file and record.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import itertools
 import os
 import threading
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +29,7 @@ from ..format.reader import RecordBatch, RecordReader, file_compression, scan_fi
 
 LOC_BITS = 40  # a record's location: file number << LOC_BITS | record number in the file
 LOC_MASK = (1 << LOC_BITS) - 1
+OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
 
 
 class RandomAccessError(TFRecordError, ValueError):
@@ -46,9 +51,67 @@ class Files:
         self.kinds = [file_compression(p, compression) for p in paths]
         self.seekable = all(k is None for k in self.kinds)
         self.corruptions: list[CorruptRecordError] = []
-        self._lock = threading.Lock()
         self._indexed = False
         self._file_index: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(paths)
+        self._fresh()
+
+    # -- process state: a lock and open file handles, made anew after pickle and fork ----------
+
+    def _fresh(self) -> None:
+        self._pid = os.getpid()
+        self._lock_ = threading.Lock()
+        self._handles: OrderedDict[int, Any] = OrderedDict()
+        self._busy: dict[int, int] = {}
+
+    def __getstate__(self) -> dict:
+        """Pickles paths, options and the index built so far (so workers need not rescan);
+        not the lock or the open files, which belong to this process."""
+        state = self.__dict__.copy()
+        for name in ("_pid", "_lock_", "_handles", "_busy"):
+            del state[name]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._fresh()
+
+    @property
+    def _lock(self) -> threading.Lock:
+        if self._pid != os.getpid():  # forked: the parent's lock and handles are not ours
+            self._fresh()
+        return self._lock_
+
+    @contextlib.contextmanager
+    def opened(self, f: int) -> Iterator[Any]:
+        """An open, unbuffered handle on file f for positioned reads. With os.preadv
+        (no file position) one handle per file is kept and shared by threads; past
+        OPEN_FILES, handles no thread is using are closed. Without preadv each read gets
+        its own handle."""
+        if _PREADV is None:
+            with builtins.open(self.paths[f], "rb", buffering=0) as fh:
+                yield fh
+            return
+        with self._lock:
+            handles, busy = self._handles, self._busy
+            fh = handles.get(f)
+            if fh is None:
+                fh = handles[f] = builtins.open(self.paths[f], "rb", buffering=0)  # noqa: SIM115
+                idle = [k for k in handles if not busy.get(k) and k != f]
+                for k in idle[: max(0, len(handles) - OPEN_FILES)]:
+                    handles.pop(k).close()
+            handles.move_to_end(f)
+            busy[f] = busy.get(f, 0) + 1
+        try:
+            yield fh
+        finally:
+            with self._lock:
+                busy[f] -= 1
+
+    def close(self) -> None:
+        """Close the kept file handles (they reopen on the next read)."""
+        with self._lock:
+            while self._handles:
+                self._handles.popitem()[1].close()
 
     def file_index(self, f: int) -> tuple[np.ndarray, np.ndarray]:
         """(frame offsets, payload lengths) of file f, scanned on first need (or read from
@@ -250,7 +313,7 @@ def read_span(files: Files, f: int, a: int, b: int) -> Frames:
     gaps = np.flatnonzero(offsets[:-1] + sizes[:-1] != offsets[1:]) + 1
     cuts = [0, *gaps.tolist(), len(sizes)]
     path = files.paths[f]
-    with builtins.open(path, "rb", buffering=0) as fh:
+    with files.opened(f) as fh:
         for lo, hi in itertools.pairwise(cuts):
             s, e = int(starts[lo]), int(starts[hi])
             pread_into(fh, view[s:e], int(offsets[lo]), path)
@@ -277,8 +340,9 @@ def read_records(files: Files, ids: np.ndarray) -> Frames:
     which_sorted = which[order]
     cuts = np.flatnonzero(np.diff(which_sorted)) + 1
     for group in np.split(order, cuts) if n else []:
-        path = files.paths[int(which[group[0]])]
-        with builtins.open(path, "rb", buffering=0) as fh:
+        f = int(which[group[0]])
+        path = files.paths[f]
+        with files.opened(f) as fh:
             for k in group.tolist():
                 s, size = slot_list[k], size_list[k]
                 if read_at(fh, view[s : s + size], off_list[k]) != size:

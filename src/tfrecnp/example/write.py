@@ -78,6 +78,9 @@ class WriteResult(tuple):
         self.paths, self.spec, self.records, self.bytes = paths, spec, records, nbytes
         return self
 
+    def __reduce__(self) -> tuple:
+        return (type(self), (self.paths, self.spec, self.records, self.bytes))
+
     def __repr__(self) -> str:
         return (
             f"WriteResult(paths={self.paths!r}, spec={self.spec!r}, records={self.records}, "
