@@ -387,7 +387,7 @@ def cmd_head(args: argparse.Namespace) -> int:
     from ..example.spec import spec_from_json
 
     if args.spec:
-        with open(args.spec) as f:
+        with open(args.spec, encoding="utf-8") as f:
             spec = spec_from_json(f.read())
     else:
         spec = infer_spec(args.paths, compression=_compression(args))
