@@ -266,19 +266,30 @@ def test_buffer_shuffle_is_a_seeded_permutation(data, buffer):
     assert [len(b["label"]) for b in batches[:-1]] == [32] * (len(batches) - 1)
 
 
-def test_buffer_shuffle_draws_from_a_window_across_files(data):
+def test_buffer_shuffle_draws_from_a_window_across_files(data, monkeypatch):
+    import tfrecnp.data.blocks as blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 1)  # blocks of one batch: a window we can see
     paths, _ = data
     ds = tn.open(paths, SPEC)
     batch, buffer = 16, 64
     order = labels_of(ds.batches(batch, shuffle=buffer, seed=3))
     # When output position p is emitted, at most p + buffer + one block of records have been
     # read, and a file's records are read in order: so record w of its file cannot come out
-    # before position w - buffer - batch. A whole-dataset shuffle would break this.
+    # before position w - buffer - block. A whole-dataset shuffle would break this.
     position = np.argsort(order)  # where each record came out
     within_file = np.where(np.arange(N) < N_A, np.arange(N), np.arange(N) - N_A)
     assert np.all(position >= within_file - buffer - batch)
     first = order[:batch]
     assert (first < N_A).any() and (first >= N_A).any()
+
+
+def test_buffer_shuffle_mixes_files_within_default_blocks(data):
+    # default blocks hold the whole of these files: every batch still mixes both files
+    paths, _ = data
+    for b in tn.open(paths, SPEC).batches(32, shuffle=50, seed=4):
+        if len(b["label"]) == 32:
+            assert (b["label"] < N_A).any() and (b["label"] >= N_A).any()
 
 
 def test_buffer_shuffle_mixes_records_within_each_batch(data):
@@ -290,24 +301,20 @@ def test_buffer_shuffle_mixes_records_within_each_batch(data):
     assert np.mean(near) < 0.6
 
 
-def test_buffer_shuffle_compacts_its_chunks(data, monkeypatch):
-    import tfrecnp.data.shuffle as shuffle
+def test_shuffle_pool_holds_at_most_the_buffer_and_one_block():
+    from tfrecnp.data.blocks import Block, shuffle_blocks
 
-    paths, cols = data
-    compactions = []
-    compact = shuffle.ShufflePool._compact
-
-    def counted(self):
-        compactions.append(len(self.chunks))
-        compact(self)
-
-    monkeypatch.setattr(shuffle, "COMPACT_SLACK", 0)
-    monkeypatch.setattr(shuffle.ShufflePool, "_compact", counted)
-    batches = list(tn.open(paths, SPEC).batches(8, shuffle=40, seed=3))
-    order = labels_of(batches)
-    assert len(compactions) > 3
-    assert sorted(order.tolist()) == list(range(N))
-    assert_batch(concat(batches), take(cols, order))
+    rng = np.random.default_rng(0)
+    incoming = [Block({"i": np.arange(a, a + 30)}, 30) for a in range(0, 300, 30)]
+    out = list(shuffle_blocks(iter(incoming), 100, rng))
+    # nothing leaves before the pool holds 100; then each block of 30 in lets 30 out
+    assert [b.n for b in out] == [20, 30, 30, 30, 30, 30, 30, 100]
+    order = np.concatenate([b.cols["i"] for b in out])
+    assert sorted(order.tolist()) == list(range(300))
+    seen = np.cumsum([0, *[b.n for b in out]])
+    read = np.minimum(300, 30 * np.arange(4, 4 + len(out)))  # records in when each left
+    for k, b in enumerate(out[:-1]):  # a record leaves only after it was read
+        assert b.cols["i"].max() < read[k], (k, seen[k])
 
 
 def test_shuffle_of_a_view(data):

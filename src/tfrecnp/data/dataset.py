@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import builtins
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,29 +33,25 @@ import numpy as np
 from .._util.memory import available_memory
 from .._util.progress import Progress
 from .._util.text import format_count, format_size
-from .._util.threads import pipeline
+from .._util.threads import run_ahead
 from ..arrays.sinks import ArraySink, output_format
 from ..errors import CorruptRecordError, MemoryBudgetError, TFRecordError
-from ..example.columns import BytesColumn, Column, Ragged, concat_columns, take_column
+from ..example.columns import BytesColumn, Column, Ragged, concat_columns
 from ..example.decode import Decoder
 from ..example.infer import infer_spec
 from ..example.spec import Sequence, as_spec, spec_from_json
 from ..format.paths import Paths, expand_paths
 from ..format.reader import RecordBatch, RecordReader
-from .files import LOC_BITS, Files, Frames, RandomAccessError, frames_of, read_records, read_span
+from .blocks import Block, block_records, serve, shuffle_blocks
+from .files import LOC_BITS, Files, Frames, RandomAccessError, frames_of, read_rows, read_span
 from .gather import gather, gather_range, rebatch
 from .padding import feature_names, padder
-from .shuffle import ShufflePool
 
 __all__ = ["Dataset", "RandomAccessError", "is_array_source", "open"]
 
 Batch = dict[str, Column]
 
 SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size
-SAVE_BATCH_BYTES = 8 << 20  # save() reads about this many payload bytes per batch
-SAVE_BATCH_RECORDS = (256, 32768)
-DEFAULT_SAVE_BATCH = 4096
-READ_BATCH = 4096  # iteration and to_numpy read this many records per batch
 CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
 
 
@@ -230,7 +226,7 @@ class Dataset:
     def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
         self._files.require_seek(what)
         self._files.index()
-        return self._decode(gather(self._files, [(read_records(self._files, ids), None)]))
+        return self._decode(gather(self._files, [(read_rows(self._files, ids), None)]))
 
     # -- record sources ------------------------------------------------------------------------
 
@@ -349,47 +345,95 @@ class Dataset:
             for gen in active:
                 gen.close()
 
-    def _global_shuffle(self, batch_size: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
+    def _global_shuffle(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
+        """Blocks of a permutation of every record: each block's records are read in file
+        order (neighbours in one read) and gathered into the permuted order."""
         self._files.require_seek("batches(shuffle=True)")
         start, stop = self._range()
         order = start + rng.permutation(stop - start)
         picked = (
-            gather(self._files, [(read_records(self._files, order[a : a + batch_size]), None)])
-            for a in range(0, len(order), batch_size)
+            gather(self._files, [(read_rows(self._files, order[a : a + block]), None)])
+            for a in range(0, len(order), block)
         )
-        yield from self._full(picked, batch_size)
+        yield from self._full(picked, block)
 
-    def _buffer_shuffle(
-        self, batch_size: int, buffer: int, rng: np.random.Generator
-    ) -> Iterator[RecordBatch]:
+    def _interleaved(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
+        """Blocks that each hold a chunk of every file being read (up to CYCLE_FILES at a
+        time, the files in a random order), so that a shuffle buffer mixes records across
+        files, not only within one."""
         pieces = self._file_pieces() if (self._files.seekable or not self._whole()) else None
         if pieces is None:  # a whole compressed dataset: no index needed
-            files = self._files
-            pieces = [(f, 0, 1 << 62) for f in range(len(files.paths))]
+            pieces = [(f, 0, 1 << 62) for f in range(len(self._files.paths))]
         pieces = [pieces[i] for i in rng.permutation(len(pieces))]
-        block = max(1, min(batch_size, buffer))
-        source = self._stream_frames(pieces, block, cycle=CYCLE_FILES)
+        chunk = max(1, block // CYCLE_FILES)
+        source = self._stream_frames(pieces, chunk, cycle=CYCLE_FILES)
+        parts: list[tuple[Frames, None]] = []
+        have = 0
         try:
-            pool = ShufflePool(self._files, source, batch_size, max(buffer, batch_size), rng)
-            yield from self._full(iter(pool), batch_size)
+            for frames in source:
+                parts.append((frames, None))
+                have += len(frames)
+                if have >= block:
+                    yield gather(self._files, parts)
+                    parts, have = [], 0
+            if parts:
+                yield gather(self._files, parts)
         finally:
             source.close()
 
     def _full(self, batches: Iterator[RecordBatch], batch_size: int) -> Iterator[RecordBatch]:
         """The batches, except that with on_error="skip" / "warn" a batch short of damaged
-        records (dropped by _gather) is topped up from the next ones: only the last batch
+        records (dropped by gather) is topped up from the next ones: only the last batch
         may be short, so drop_remainder drops no good records."""
         if self._files.on_error == "raise":
             return batches
         return rebatch(batches, batch_size)
 
-    def _raw_batches(self, batch_size: int, shuffle: Any, seed: Any) -> Iterator[RecordBatch]:
-        if shuffle is False or shuffle is None or shuffle == 0:
-            return self._stream_batches(batch_size)
+    def _mean_record_bytes(self) -> float:
+        """Mean frame size: from the index when there is one, else from the first records."""
+        files = self._files
+        if files.seekable or files.indexed:
+            start, stop = self._range()
+            return float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
+        reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
+        sample = next(reader.batches(64), None)
+        return len(sample.data) / len(sample) + 16 if sample is not None and len(sample) else 16.0
+
+    def _blocks(
+        self,
+        block: int,
+        *,
+        shuffle: bool | int = False,
+        seed: int | None = None,
+        threads: int | None = None,
+        prefetch: int = 2,
+        then: Callable[[Batch], Batch] | None = None,
+    ) -> Iterator[Block]:
+        """Decoded blocks of `block` records (the last may be short), read, decoded, shuffled
+        and finished by `then` in a background thread, `prefetch` blocks ahead (0: in the
+        caller's thread)."""
         rng = np.random.default_rng(seed)
-        if shuffle is True:
-            return self._global_shuffle(batch_size, rng)
-        return self._buffer_shuffle(batch_size, int(shuffle), rng)
+        decode = self._decode
+
+        def produce() -> Iterator[Block]:
+            if shuffle is True:
+                raw = self._global_shuffle(block, rng)
+            elif shuffle:
+                raw = self._interleaved(block, rng)
+            else:
+                raw = self._stream_batches(block)
+            try:
+                blocks: Iterable[Block] = (
+                    Block(decode(r, threads), len(r), int(r.offsets[-1])) for r in raw
+                )
+                if shuffle is not True and shuffle:
+                    blocks = shuffle_blocks(blocks, int(shuffle), rng)
+                for b in blocks:
+                    yield Block(then(b.cols), b.n, b.nbytes) if then is not None else b
+            finally:
+                raw.close()
+
+        return run_ahead(produce(), prefetch) if prefetch else produce()
 
     # -- batches ---------------------------------------------------------------------------------
 
@@ -404,13 +448,17 @@ class Dataset:
         prefetch: int = 2,
         threads: int | None = None,
     ) -> Iterator[Batch]:
-        """Batches of decoded columns ({name: column}), read and decoded ahead in background
-        threads (`prefetch` batches deep; 0 reads in the caller's thread).
+        """Batches of decoded columns ({name: column}).
+
+        Records are read and decoded in blocks of about 4 MiB (a whole number of batches)
+        by a background thread, `prefetch` blocks ahead (0: in the caller's thread); each
+        batch is a view into a decoded block, so small batches cost little more than large
+        ones. threads: decoding threads per block (default: one per core).
 
         shuffle: False (file order), True (a permutation of all records; uncompressed
-        files), or N (each batch drawn at random from a buffer of N records, fed from up to
-        8 files in turn; any file; holds N records in memory). Deterministic for a given
-        seed. drop_remainder drops a final batch shorter than batch_size.
+        files), or N (records drawn at random through a buffer of N records, fed from up to
+        8 files in turn; any file; holds N records plus a block in memory). Deterministic
+        for a given seed. drop_remainder drops a final batch shorter than batch_size.
         pad: {"tokens": 128} makes the Ragged column "tokens" a dense [n, 128] array (rows
         cut or filled with 0) plus a column "tokens_length" holding each row's number of
         real items (min(len, 128)); {"tokens": (128, -1)} fills with -1; a length of None,
@@ -425,32 +473,33 @@ class Dataset:
             raise ValueError(f"prefetch must be >= 0, not {prefetch}")
         if shuffle is True:
             self._files.require_seek("batches(shuffle=True)")
-        pad_batch = padder(self.spec, pad)
-        decode = self._decode
-
-        def finish(raw: RecordBatch) -> Batch:
-            cols = decode(raw, threads)
-            order = getattr(raw, "order", None)
-            if order is not None:
-                cols = {name: take_column(col, order) for name, col in cols.items()}
-            return pad_batch(cols) if pad_batch else cols
+        shuffle = shuffle if isinstance(shuffle, bool) else int(shuffle)
+        pad_rows, per_block = padder(self.spec, pad)
+        batch_size = int(batch_size)
 
         def generate() -> Iterator[Batch]:
-            raw = self._raw_batches(int(batch_size), shuffle, seed)
-            if drop_remainder:
-                raw = (b for b in raw if len(b) == batch_size)
-            yield from pipeline(raw, finish, prefetch)
+            block = block_records(batch_size, self._mean_record_bytes())
+            blocks = self._blocks(
+                block,
+                shuffle=shuffle,
+                seed=seed,
+                threads=threads,
+                prefetch=prefetch,
+                then=pad_rows if per_block else None,
+            )
+            finish = None if per_block else pad_rows
+            yield from serve(blocks, batch_size, drop_remainder=drop_remainder, finish=finish)
 
         return generate()
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Each record as {name: value}, in file order."""
-        for cols in self.batches(READ_BATCH):
-            values = list(cols.values())
-            names = list(cols)
-            n = len(values[0]) if values else 0
-            for i in range(n):
-                yield {name: col[i] for name, col in zip(names, values, strict=True)}
+        block = block_records(1, self._mean_record_bytes())
+        for b in self._blocks(block):
+            names = list(b.cols)
+            rows = [_row_values(col) for col in b.cols.values()]
+            for values in zip(*rows, strict=True):
+                yield dict(zip(names, values, strict=True))
 
     # -- whole-dataset calls ---------------------------------------------------------------------
 
@@ -467,7 +516,7 @@ class Dataset:
         k = min(n, SAMPLE_RECORDS)
         if self._files.seekable:
             picks = np.unique(np.linspace(start, stop - 1, k).astype(np.int64))
-            sample = gather(self._files, [(read_records(self._files, picks), None)])
+            sample = gather(self._files, [(read_rows(self._files, picks), None)])
         else:
             sample = next(iter(self.take(k)._stream_batches(k)), None)
         if sample is None or len(sample) == 0:
@@ -518,17 +567,17 @@ class Dataset:
         out: dict[str, Any] = {}
         parts: dict[str, list] = {}
         row = 0
-        for cols in self.batches(READ_BATCH):
-            k = len(next(iter(cols.values()))) if cols else 0
-            for name, col in cols.items():
+        for block in self._blocks(block_records(1, self._mean_record_bytes())):
+            k = block.n
+            for name, col in block.cols.items():
                 if isinstance(col, np.ndarray):
                     if name not in out:
                         out[name] = np.empty((n, *col.shape[1:]), col.dtype)
                     elif out[name].shape[1:] != col.shape[1:]:
                         raise TFRecordError(
                             f"feature {name!r} decodes to rows of shape {col.shape[1:]} in one "
-                            f"batch and {out[name].shape[1:]} in another; a spec with -1 "
-                            "resolves per batch: put the -1 first for a Ragged column"
+                            f"block and {out[name].shape[1:]} in another; a spec with -1 "
+                            "resolves per block: put the -1 first for a Ragged column"
                         )
                     out[name][row : row + k] = col
                 else:
@@ -559,21 +608,21 @@ class Dataset:
     ) -> str:
         """Write every record to `out` as "npy" (a folder of .npy files), "npz", "hdf5" or
         "zarr" (format from the argument or the extension; no extension: npy). Streams:
-        memory stays at a few batches however large the dataset. The output appears only
-        when complete. Returns its path; open it with tn.load(out)."""
+        records are read, decoded and appended a block of about 4 MiB at a time (or
+        `batch_size` records), so memory stays at a few blocks however large the dataset.
+        The output appears only when complete. Returns its path; open it with tn.load(out)."""
         fmt = output_format(out, format)
         files = self._files
-        if batch_size is None:
-            batch_size = self._save_batch_size()
-        _check_batch_size(batch_size)
-        batch_size = int(batch_size)
+        if batch_size is not None:
+            _check_batch_size(batch_size)
         total = len(self) if (files.seekable or files.indexed) else None
         sink = ArraySink(out, fmt, spec=self.spec, overwrite=overwrite)
         bar = Progress(f"saving {os.fspath(out)}", total=total, enabled=progress)
         try:
-            for cols, raw in self._decoded(batch_size):
-                sink.write(cols)
-                bar.update(len(raw), int(raw.offsets[-1]))
+            block = int(batch_size or block_records(1, self._mean_record_bytes()))
+            for b in self._blocks(block):
+                sink.write(b.cols)
+                bar.update(b.n, b.nbytes)
             if not sink.records and not sink._leaves:
                 sink.write(self._empty())
             path = sink.close()
@@ -584,22 +633,15 @@ class Dataset:
             bar.close()
         return path
 
-    def _save_batch_size(self) -> int:
-        files = self._files
-        if not files.seekable:
-            return DEFAULT_SAVE_BATCH
-        start, stop = self._range()
-        if stop <= start:
-            return DEFAULT_SAVE_BATCH
-        mean = float(files.lengths[start:stop].mean()) + 16
-        lo, hi = SAVE_BATCH_RECORDS
-        return int(min(hi, max(lo, SAVE_BATCH_BYTES // max(mean, 1))))
 
-    def _decoded(self, batch_size: int, prefetch: int = 2) -> Iterator[tuple[Batch, RecordBatch]]:
-        """(columns, raw batch) pairs in file order, read and decoded ahead."""
-        return pipeline(
-            self._stream_batches(batch_size), lambda raw: (self._decode(raw), raw), prefetch
-        )
+def _row_values(col: Any) -> list:
+    """A column's rows as a list, for iterating records: NumPy scalars and row views for
+    arrays, bytes for bytes columns, per-row values for the others."""
+    if isinstance(col, np.ndarray):
+        return list(col)
+    if isinstance(col, BytesColumn):
+        return col.to_list()
+    return list(col)
 
 
 def _check_batch_size(batch_size: Any) -> None:

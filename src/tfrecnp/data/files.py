@@ -29,6 +29,7 @@ from ..format.reader import RecordBatch, RecordReader, file_compression, scan_fi
 
 LOC_BITS = 40  # a record's location: file number << LOC_BITS | record number in the file
 LOC_MASK = (1 << LOC_BITS) - 1
+RUN_GAP = 4096  # read_rows reads records this close together (in bytes) in one read
 OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
 
 
@@ -299,17 +300,15 @@ def check_frames(files: Files, frames: Frames) -> None:
     )
 
 
-def read_span(files: Files, f: int, a: int, b: int) -> Frames:
-    """Records a..b (numbers within file f), one read per run of adjacent frames, laid
-    back to back. The frames are adjacent unless on_error="skip" / "warn" indexed around
-    damaged bytes; those are never read (nor walked into by check_frames)."""
+def _read_frames(files: Files, f: int, a: int, b: int, view: memoryview) -> np.ndarray:
+    """Read the frames of records a..b of file f back to back into view (exactly their
+    total size), one read per run of adjacent frames; returns the n + 1 frame starts in
+    view. The frames are adjacent unless on_error="skip" / "warn" indexed around damaged
+    bytes; those are never read (nor walked into by check_frames)."""
     off, ln = files.file_index(f)
-    offsets, lengths = off[a:b], ln[a:b].copy()
-    sizes = lengths + 16
+    offsets, sizes = off[a:b], ln[a:b] + 16
     starts = np.zeros(len(sizes) + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])
-    buf = np.empty(int(starts[-1]), np.uint8)
-    view = memoryview(buf)
     gaps = np.flatnonzero(offsets[:-1] + sizes[:-1] != offsets[1:]) + 1
     cuts = [0, *gaps.tolist(), len(sizes)]
     path = files.paths[f]
@@ -317,39 +316,67 @@ def read_span(files: Files, f: int, a: int, b: int) -> Frames:
         for lo, hi in itertools.pairwise(cuts):
             s, e = int(starts[lo]), int(starts[hi])
             pread_into(fh, view[s:e], int(offsets[lo]), path)
+    return starts
+
+
+def read_span(files: Files, f: int, a: int, b: int) -> Frames:
+    """Records a..b (numbers within file f), their frames laid back to back."""
+    _, ln = files.file_index(f)
+    buf = np.empty(int(ln[a:b].sum()) + 16 * (b - a), np.uint8)
+    starts = _read_frames(files, f, a, b, memoryview(buf))
     locs = (f << LOC_BITS) + np.arange(a, b, dtype=np.int64)
-    frames = Frames(buf, starts[:-1], lengths, locs)
+    frames = Frames(buf, starts[:-1], ln[a:b].copy(), locs)
     check_frames(files, frames)
     return frames
 
 
-def read_records(files: Files, ids: np.ndarray) -> Frames:
-    """The records with these global numbers, their frames laid back to back in the given
-    order (duplicates allowed). One read per record, files visited in offset order."""
+def read_rows(files: Files, ids: np.ndarray) -> Frames:
+    """The records with these global numbers (duplicates allowed), as frames in the given
+    order. Files are read in offset order, and records less than RUN_GAP bytes apart in
+    one read (the records between them are read and checked too, then left out), so a
+    dense selection, a shuffled block or a run of neighbours costs few system calls."""
     ids = np.asarray(ids, np.int64)
-    n = len(ids)
-    sizes = files.lengths[ids] + 16
-    slots = np.zeros(n + 1, np.int64)
-    np.cumsum(sizes, out=slots[1:])
-    buf = np.empty(int(slots[-1]), np.uint8)
+    uniq, inverse = np.unique(ids, return_inverse=True)
+    if not len(uniq):
+        empty = np.empty(0, np.int64)
+        return Frames(np.empty(0, np.uint8), empty, empty, empty)
+    which = files.locate(uniq)
+    gap = files.offsets[uniq[1:]] - (files.offsets[uniq[:-1]] + files.lengths[uniq[:-1]] + 16)
+    same = which[1:] == which[:-1]
+    first, count = _runs(uniq, same & (gap >= 0) & (gap <= RUN_GAP))
+    if files.lengths[_ranges(first, count)].sum() > 2 * files.lengths[uniq].sum() + (1 << 20):
+        first, count = _runs(uniq, same & (gap == 0))  # sparse: read only what was asked
+    every = _ranges(first, count)
+    sizes = files.lengths[every] + 16
+    buf = np.empty(int(sizes.sum()), np.uint8)
     view = memoryview(buf)
-    which = files.locate(ids)
-    offsets = files.offsets[ids]
-    order = np.lexsort((offsets, which))
-    slot_list, size_list, off_list = slots.tolist(), sizes.tolist(), offsets.tolist()
-    which_sorted = which[order]
-    cuts = np.flatnonzero(np.diff(which_sorted)) + 1
-    for group in np.split(order, cuts) if n else []:
-        f = int(which[group[0]])
-        path = files.paths[f]
-        with files.opened(f) as fh:
-            for k in group.tolist():
-                s, size = slot_list[k], size_list[k]
-                if read_at(fh, view[s : s + size], off_list[k]) != size:
-                    pread_into(fh, view[s : s + size], off_list[k], path)
-    frames = Frames(buf, slots[:-1].copy(), sizes - 16, files.locs(ids))
-    check_frames(files, frames)
-    return frames
+    starts = np.zeros(len(every) + 1, np.int64)
+    np.cumsum(sizes, out=starts[1:])
+    run_base = [*starts[np.cumsum(count) - count].tolist(), int(starts[-1])]
+    files_of = files.locate(first).tolist()
+    for r, (g, n) in enumerate(zip(first.tolist(), count.tolist(), strict=True)):
+        f = files_of[r]
+        a = g - int(files.firsts[f])
+        _read_frames(files, f, a, a + n, view[run_base[r] : run_base[r + 1]])
+    whole = Frames(buf, starts[:-1], sizes - 16, files.locs(every))
+    check_frames(files, whole)
+    pick = np.searchsorted(every, uniq)[inverse]
+    return Frames(buf, whole.starts[pick], whole.lengths[pick], whole.locs[pick])
+
+
+def _runs(uniq: np.ndarray, joins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(first record, record count) of each run, where joins[k] says uniq[k] and uniq[k + 1]
+    share a read."""
+    heads = np.flatnonzero(np.concatenate([[True], ~joins]))
+    tails = np.concatenate([heads[1:], [len(uniq)]]) - 1
+    return uniq[heads], uniq[tails] - uniq[heads] + 1
+
+
+def _ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Concatenated aranges first[k] .. first[k] + count[k]."""
+    total = int(count.sum())
+    shift = np.repeat(first - (np.cumsum(count) - count), count)
+    return np.arange(total, dtype=np.int64) + shift
 
 
 def frames_of(batch: RecordBatch, locs: np.ndarray) -> Frames:

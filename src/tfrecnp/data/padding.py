@@ -39,9 +39,12 @@ def ragged_features(spec: Any) -> dict[str, bool]:
     return example(spec)
 
 
-def padder(spec: Any, pad: Any) -> Callable[[Batch], Batch] | None:
+def padder(spec: Any, pad: Any) -> tuple[Callable[[Batch], Batch] | None, bool]:
+    """(apply, per_block): apply pads a batch's Ragged columns as `pad` asks. per_block is
+    True when every length is fixed, so padding a whole decoded block once gives the same
+    rows as padding each batch cut from it."""
     if pad is None or pad is False:
-        return None
+        return None, True
     flat = ragged_features(spec)
     if pad is True:
         wanted = {name: (None, 0) for name, ok in flat.items() if ok}
@@ -94,4 +97,4 @@ def padder(spec: Any, pad: Any) -> Callable[[Batch], Batch] | None:
                 out[name] = col
         return out
 
-    return apply
+    return apply, all(length is not None for length, _ in wanted.values())

@@ -125,6 +125,11 @@ class BytesColumn:
     def dtype(self) -> str:
         return "bytes"
 
+    def rows(self, a: int, b: int) -> BytesColumn:
+        """Rows a..b (0 <= a <= b <= len) as a view of the same buffer: no checks, no copy."""
+        o = self.offsets
+        return BytesColumn._trusted(self.data[o[a] : o[b]], o[a : b + 1] - o[a])
+
     def __getitem__(self, index: Any) -> bytes | BytesColumn:
         n = len(self)
         if isinstance(index, (int, np.integer)):
@@ -275,6 +280,12 @@ class Ragged:
     def nbytes(self) -> int:
         return int(self.values.nbytes + self.row_splits.nbytes)
 
+    def rows(self, a: int, b: int) -> Ragged:
+        """Rows a..b (0 <= a <= b <= len): a view of the values and rebased row splits."""
+        s = self.row_splits
+        lo = s[a]
+        return Ragged._trusted(slice_column(self.values, int(lo), int(s[b])), s[a : b + 1] - lo)
+
     def __getitem__(self, index: Any) -> Any:
         n = len(self)
         if isinstance(index, (int, np.integer)):
@@ -399,6 +410,15 @@ def concat_columns(columns: Sequence[Column]) -> Column:
     if isinstance(first, BytesColumn):
         return BytesColumn.concat(columns)
     return np.concatenate(columns) if len(columns) > 1 else first
+
+
+def slice_column(column: Any, a: int, b: int) -> Any:
+    """Rows a..b (0 <= a <= b <= len) of a column, as a view where the kind allows: the
+    per-batch step of serving batches out of decoded blocks."""
+    if isinstance(column, np.ndarray):
+        return column[a:b]
+    rows = getattr(column, "rows", None)
+    return rows(a, b) if rows is not None else column[a:b]
 
 
 def take_column(column: Column, indices: Any) -> Column:

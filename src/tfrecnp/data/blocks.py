@@ -1,0 +1,131 @@
+"""Decoded blocks, and the user's batches served as slices of them.
+
+The hot path of `Dataset.batches`: records are read and decoded a *block* at a time (about
+BLOCK_BYTES of payload, thousands of small records, a whole multiple of the batch size)
+by the compiled core without the GIL, in a background thread. The caller's thread only
+cuts batches out of decoded blocks: dense columns as views, `Ragged` and `BytesColumn` as
+views of their values plus rebased offsets. Only a batch that straddles two blocks is
+copied (blocks are multiples of the batch size, so that happens only where damaged
+records were skipped or a file of a compressed stream ended). Python work is per block,
+not per batch, and never per record; the hand-off between threads is one queue item per
+block.
+
+Shuffling with a buffer (`shuffle=N`) also works on decoded blocks: each incoming block
+joins the pool of N records, a random permutation of the union picks the block's worth
+of records to emit (one gather per column) and the rest stay. Every record is emitted
+once, the order is a pure function of the seed, and memory is the pool plus one block.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..example.columns import Column, concat_columns, slice_column, take_column
+
+Batch = dict[str, Column]
+
+BLOCK_BYTES = 4 << 20  # payload bytes read and decoded together
+BLOCK_RECORDS = (1, 1 << 16)  # ... but at least / at most this many records per block
+
+
+@dataclass(frozen=True)
+class Block:
+    """Decoded records: `cols` holds `n` rows of each feature; `nbytes`, the payload bytes
+    they were decoded from (for progress lines)."""
+
+    cols: Batch
+    n: int
+    nbytes: int = 0
+
+    def rows(self, a: int, b: int) -> Batch:
+        return {name: slice_column(col, a, b) for name, col in self.cols.items()}
+
+    def take(self, indices: np.ndarray) -> Block:
+        cols = {name: take_column(col, indices) for name, col in self.cols.items()}
+        return Block(cols, len(indices))
+
+
+def block_records(batch_size: int, mean_record_bytes: float) -> int:
+    """Records per block: about BLOCK_BYTES of payload, within BLOCK_RECORDS, rounded to a
+    whole number of batches (at least one)."""
+    lo, hi = BLOCK_RECORDS
+    target = min(hi, max(lo, BLOCK_BYTES / max(mean_record_bytes, 1.0)))
+    return batch_size * max(1, round(target / batch_size))
+
+
+def concat_blocks(blocks: list[Block]) -> Block:
+    if len(blocks) == 1:
+        return blocks[0]
+    names = blocks[0].cols
+    cols = {name: concat_columns([b.cols[name] for b in blocks]) for name in names}
+    return Block(cols, sum(b.n for b in blocks), sum(b.nbytes for b in blocks))
+
+
+def serve(
+    blocks: Iterable[Block],
+    batch_size: int,
+    *,
+    drop_remainder: bool = False,
+    finish: Callable[[Batch], Batch] | None = None,
+) -> Iterator[Batch]:
+    """Batches of exactly batch_size rows (the last may be short, or dropped) cut from the
+    blocks in order; `finish` is applied to each batch."""
+    pending: list[Block] = []  # rows that did not fill a batch, waiting for the next block
+    have = 0
+    for block in blocks:
+        a = 0
+        if pending:
+            a = min(batch_size - have, block.n)
+            pending.append(Block(block.rows(0, a), a))
+            have += a
+            if have < batch_size:
+                continue
+            cols = concat_blocks(pending).cols
+            pending, have = [], 0
+            yield finish(cols) if finish else cols
+        n = block.n
+        end = a + (n - a) // batch_size * batch_size
+        rows = block.rows
+        if finish is None:
+            for s in range(a, end, batch_size):
+                yield rows(s, s + batch_size)
+        else:
+            for s in range(a, end, batch_size):
+                yield finish(rows(s, s + batch_size))
+        if end < n:
+            pending, have = [Block(rows(end, n), n - end)], n - end
+    if pending and not drop_remainder:
+        cols = concat_blocks(pending).cols
+        yield finish(cols) if finish else cols
+
+
+def shuffle_blocks(
+    blocks: Iterable[Block], buffer: int, rng: np.random.Generator
+) -> Iterator[Block]:
+    """The rows of `blocks` in a random order drawn through a pool of `buffer` rows: each
+    block joins the pool, and as many rows as the block brought leave it, picked uniformly
+    from the union (one gather per column). The rest of the pool leaves, shuffled, at the
+    end."""
+    pool: Block | None = None
+    for block in blocks:
+        if not block.n:
+            continue
+        union = block if pool is None else concat_blocks([pool, block])
+        if union.n <= buffer:
+            pool = union
+            continue
+        order = rng.permutation(union.n)
+        leave = union.n - buffer
+        yield union.take(order[:leave])
+        pool = union.take(order[leave:])
+    if pool is not None and pool.n:
+        yield pool.take(rng.permutation(pool.n))
+
+
+def map_blocks(blocks: Iterable[Any], fn: Callable[[Any], Block]) -> Iterator[Block]:
+    for item in blocks:
+        yield fn(item)
