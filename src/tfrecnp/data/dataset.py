@@ -43,7 +43,16 @@ from ..example.spec import Sequence, as_spec, spec_from_json
 from ..format.paths import Paths, expand_paths
 from ..format.reader import RecordBatch, RecordReader
 from .blocks import Block, block_records, serve, shuffle_blocks
-from .files import LOC_BITS, Files, Frames, RandomAccessError, frames_of, read_rows, read_span
+from .files import (
+    LOC_BITS,
+    Files,
+    Frames,
+    RandomAccessError,
+    frames_of,
+    read_record,
+    read_rows,
+    read_span,
+)
 from .gather import gather, gather_range, rebatch
 from .padding import feature_names, padder
 
@@ -195,7 +204,8 @@ class Dataset:
             i = int(index)
             if not -n <= i < n:
                 raise IndexError(f"record {i} out of range for a dataset of {n} records")
-            cols = self._read_ids(np.asarray([self._start + i % n], np.int64), f"ds[{i}]")
+            frames = read_record(self._files, self._start + i % n)
+            cols = self._decode(gather(self._files, [(frames, None)]))
             return {name: col[0] for name, col in cols.items()}
         if isinstance(index, slice):
             start, stop = self._range()

@@ -10,6 +10,7 @@ any batch, shuffled or not, name the right file and record.
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import contextlib
 import itertools
@@ -145,6 +146,7 @@ class Files:
                     counts = np.array([len(o) for o, _ in parts], np.int64)
                     self.firsts = np.zeros(len(counts) + 1, np.int64)
                     np.cumsum(counts, out=self.firsts[1:])
+                    self.first_list = self.firsts.tolist()
                     empty = np.empty(0, np.int64)
                     self.offsets = np.concatenate([o for o, _ in parts]) if parts else empty
                     self.lengths = np.concatenate([n for _, n in parts]) if parts else empty
@@ -352,16 +354,45 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
     view = memoryview(buf)
     starts = np.zeros(len(every) + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])
-    run_base = [*starts[np.cumsum(count) - count].tolist(), int(starts[-1])]
-    files_of = files.locate(first).tolist()
-    for r, (g, n) in enumerate(zip(first.tolist(), count.tolist(), strict=True)):
-        f = files_of[r]
-        a = g - int(files.firsts[f])
-        _read_frames(files, f, a, a + n, view[run_base[r] : run_base[r + 1]])
+    heads = np.cumsum(count) - count  # each run's first position in `every`
+    offsets = files.offsets[every]
+    inner = offsets[1:] != offsets[:-1] + sizes[:-1]  # index gaps (skip mode) inside runs
+    inner[heads[1:] - 1] = False
+    gapped = set(np.searchsorted(heads, np.flatnonzero(inner), side="right") - 1)
+    run_files = files.locate(first).tolist()
+    run_offsets = offsets[heads].tolist()
+    bounds = [*starts[heads].tolist(), int(starts[-1])]
+    done = 0
+    for f, group in itertools.groupby(run_files):
+        end = done + len(list(group))
+        with files.opened(f) as fh:  # one read per run, in a tight loop
+            for r in range(done, end):
+                part = view[bounds[r] : bounds[r + 1]]
+                if r in gapped:
+                    a = int(first[r] - files.firsts[f])
+                    _read_frames(files, f, a, a + int(count[r]), part)
+                elif read_at(fh, part, run_offsets[r]) != len(part):
+                    pread_into(fh, part, run_offsets[r], files.paths[f])
+        done = end
     whole = Frames(buf, starts[:-1], sizes - 16, files.locs(every))
     check_frames(files, whole)
     pick = np.searchsorted(every, uniq)[inverse]
     return Frames(buf, whole.starts[pick], whole.lengths[pick], whole.locs[pick])
+
+
+def read_record(files: Files, g: int) -> Frames:
+    """Record number g alone: one read, no sorting or run finding (`ds[i]`)."""
+    f = bisect.bisect_right(files.first_list, g) - 1
+    offset, length = int(files.offsets[g]), int(files.lengths[g])
+    buf = np.empty(length + 16, np.uint8)
+    view = memoryview(buf)
+    with files.opened(f) as fh:
+        if read_at(fh, view, offset) != len(view):
+            pread_into(fh, view, offset, files.paths[f])
+    loc = np.array([(f << LOC_BITS) | (g - files.first_list[f])], np.int64)
+    frames = Frames(buf, np.zeros(1, np.int64), np.array([length], np.int64), loc)
+    check_frames(files, frames)
+    return frames
 
 
 def _runs(uniq: np.ndarray, joins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
