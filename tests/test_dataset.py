@@ -649,3 +649,18 @@ def test_save_checks_batch_size_before_writing(plain, tmp_path):
         with pytest.raises(TypeError, match=rf"^batch_size must be an int, not {bad!r}$"):
             ds.save(out, batch_size=bad, progress=False)
     assert os.listdir(tmp_path) == []
+
+
+def test_getitems_reads_a_batch_of_records_in_one_call(plain):
+    # PyTorch's DataLoader calls __getitems__ with each batch's indices on map-style datasets
+    path, cols = plain
+    ds = tn.open(path, SPEC)
+    records = ds.__getitems__([7, 2, 299, 2])
+    assert len(records) == 4
+    assert_batch(records.columns, take(cols, [7, 2, 299, 2]))
+    assert [r["label"] for r in records] == cols["label"][[7, 2, 299, 2]].tolist()
+    assert np.array_equal(records[-1]["vec"], cols["vec"][2])
+    assert records[0]["tokens"].tolist() == cols["tokens"][7].tolist()
+    assert [r["label"] for r in records[1:3]] == cols["label"][[2, 299]].tolist()
+    with pytest.raises(IndexError, match="record 300 out of range"):
+        ds.__getitems__([1, 300])

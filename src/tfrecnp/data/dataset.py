@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import builtins
 import os
+from collections import abc
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -232,6 +233,12 @@ class Dataset:
             raise IndexError(f"record {bad} out of range for a dataset of {n} records")
         idx = np.where(idx < 0, idx + n, idx)
         return self._read_ids(self._start + idx, "ds[[...]]")
+
+    def __getitems__(self, indices: abc.Sequence[int]) -> Records:
+        """The records at these positions, read and decoded in one call: the batched fetch
+        PyTorch's DataLoader uses on map-style datasets. Returns a list of records (each
+        {name: value}) backed by one decoded batch, kept whole in `.columns`."""
+        return Records(self[np.asarray(indices, np.int64)])
 
     def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
         self._files.require_seek(what)
@@ -642,6 +649,26 @@ class Dataset:
         finally:
             bar.close()
         return path
+
+
+class Records(abc.Sequence):
+    """Records of one decoded batch as a list of {name: value} (made on access), with the
+    batch itself in `.columns` for code that wants whole columns."""
+
+    def __init__(self, columns: Batch):
+        self.columns = columns
+        self._n = len(next(iter(columns.values()))) if columns else 0
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, k: Any) -> Any:
+        if isinstance(k, slice):
+            return [self[i] for i in range(*k.indices(self._n))]
+        return {name: col[k] for name, col in self.columns.items()}
+
+    def __repr__(self) -> str:
+        return f"Records({self._n} records: {', '.join(self.columns)})"
 
 
 def _row_values(col: Any) -> list:
