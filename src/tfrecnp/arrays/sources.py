@@ -31,6 +31,7 @@ from .._util.memory import page_releaser
 from .._util.optional import install_hint
 from ..errors import SchemaError
 from ..example.columns import BytesColumn, Ragged, check_lengths
+from ..format.paths import looks_like_records
 from .npy import HDF5_MAGIC, NPY_MAGIC, ZIP_MAGIC, read_npy_header, zip_member_offset
 
 __all__ = [
@@ -53,7 +54,8 @@ def array_format(path: str | os.PathLike) -> str | None:
         names = os.listdir(path)
         if {"zarr.json", ".zarray", ".zgroup"} & set(names) or path.rstrip("/").endswith(".zarr"):
             return "zarr"
-        if any(n.endswith(".npy") and not n.startswith(".") for n in names):
+        npy = any(n.endswith(".npy") and not n.startswith(".") for n in names)
+        if npy and not _holds_records(path, names):  # a .npy of labels beside shards: records
             return "npy-dir"
         return None
     if not os.path.isfile(path):
@@ -69,6 +71,11 @@ def array_format(path: str | os.PathLike) -> str | None:
     if path.endswith(".npy"):
         return "npy"  # lets _open_npy report what is wrong with it
     return None
+
+
+def _holds_records(folder: str, names: list[str]) -> bool:
+    paths = (os.path.join(folder, n) for n in names if not n.startswith("."))
+    return any(os.path.isfile(p) and looks_like_records(p) for p in paths)
 
 
 def common_length(columns: Mapping[str, Any], what: str = "columns") -> int:

@@ -16,7 +16,7 @@ from .._core import framing
 __all__ = ["COMPRESSIONS", "detect_compression", "normalize_compression"]
 
 COMPRESSIONS = (None, "GZIP", "ZLIB")
-_WBITS = {"GZIP": 16 + zlib.MAX_WBITS, "ZLIB": zlib.MAX_WBITS}
+WBITS = {"GZIP": 16 + zlib.MAX_WBITS, "ZLIB": zlib.MAX_WBITS}
 _READ_SIZE = 1 << 18
 
 
@@ -56,7 +56,7 @@ class DecompressingReader(io.RawIOBase):
 
     def __init__(self, raw: BinaryIO, compression: str):
         self._raw = raw
-        self._wbits = _WBITS[compression]
+        self._wbits = WBITS[compression]
         self._codec = zlib.decompressobj(self._wbits)
         self._input = b""
         self._empty = True  # an empty file is zero records whatever its compression (as in TF)
@@ -94,7 +94,7 @@ class CompressingWriter:
 
     def __init__(self, raw: BinaryIO, compression: str, level: int = 6):
         self._raw = raw
-        self._codec = zlib.compressobj(level, zlib.DEFLATED, _WBITS[compression])
+        self._codec = zlib.compressobj(level, zlib.DEFLATED, WBITS[compression])
 
     def write(self, data) -> None:
         self._raw.write(self._codec.compress(data))

@@ -5,40 +5,130 @@ from __future__ import annotations
 
 import glob
 import os
+import warnings
+import zlib
 from collections.abc import Iterable
+
+from .._core import framing
+from .compression import WBITS, detect_compression
 
 PathLike = str | os.PathLike
 Paths = PathLike | Iterable[PathLike]
 INDEX_SUFFIX = ".idx"
 
 
+# Names that are never TFRecord shards, though dataset folders often hold them.
+NOT_RECORDS = (
+    ".json",
+    ".txt",
+    ".md",
+    ".rst",
+    ".csv",
+    ".tsv",
+    ".yaml",
+    ".yml",
+    ".py",
+    ".npy",
+    ".npz",
+    ".h5",
+    ".hdf5",
+    ".zarr",
+    ".png",
+    ".jpg",
+    ".jpeg",
+    ".html",
+    ".pdf",
+    ".lock",
+    INDEX_SUFFIX,
+)
+NOT_RECORD_NAMES = ("README", "LICENSE", "LICENCE", "NOTICE", "CHANGELOG", "MANIFEST")
+
+
 def expand_paths(paths: Paths) -> list[str]:
-    """A path, a glob, a directory (its non-hidden files) or a list of those -> the list of
-    files, in order; .idx sidecars in directories and glob matches are left out. Raises
-    FileNotFoundError naming what matched nothing."""
-    if isinstance(paths, (str, os.PathLike)):
-        path = os.fspath(paths)
-        if os.path.isdir(path):
-            names = sorted(
-                n
-                for n in os.listdir(path)
-                if not n.startswith(".") and not n.endswith(INDEX_SUFFIX)
-            )
-            files = [os.path.join(path, n) for n in names if os.path.isfile(os.path.join(path, n))]
-            if not files:
-                raise FileNotFoundError(f"directory {path} holds no files")
-            return files
-        if glob.has_magic(path):
-            files = sorted(
-                f for f in glob.glob(path) if os.path.isfile(f) and not f.endswith(INDEX_SUFFIX)
-            )
-            if not files:
-                raise FileNotFoundError(f"no files match {path}")
-            return files
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no such file: {path}")
-        return [path]
-    files = [f for p in paths for f in expand_paths(p)]
-    if not files:
-        raise FileNotFoundError("the list of paths is empty")
+    """A path, a glob, a directory or a list of those -> the TFRecord files to read, in order.
+
+    A file named explicitly is always taken. Directories and globs take their non-hidden
+    files that look like TFRecord shards: names like dataset_info.json, README or
+    labels.npy are passed over, and so is a file whose first frame does not check (its
+    length CRC, after decompressing GZIP / ZLIB); what was passed over is named once in a
+    warning. Raises FileNotFoundError naming what matched nothing."""
+    files, passed = list_files(paths)
+    if passed:
+        listed = ", ".join(f"{os.path.basename(p)} ({why})" for p, why in passed[:8])
+        more = f" and {len(passed) - 8} more" if len(passed) > 8 else ""
+        warnings.warn(
+            f"passed over {len(passed)} file{'s' * (len(passed) != 1)} that are not TFRecord "
+            f"shards: {listed}{more}; name a file explicitly to read it anyway",
+            stacklevel=3,
+        )
     return files
+
+
+def list_files(paths: Paths) -> tuple[list[str], list[tuple[str, str]]]:
+    """(TFRecord files, [(path, why it was passed over)]), as `expand_paths` chooses them."""
+    if not isinstance(paths, (str, os.PathLike)):
+        found, passed = [], []
+        for p in paths:
+            f, s = list_files(p)
+            found += f
+            passed += s
+        if not found and not passed:
+            raise FileNotFoundError("the list of paths is empty")
+        if not found:
+            raise FileNotFoundError(_nothing_left(passed))
+        return found, passed
+    path = os.fspath(paths)
+    if os.path.isdir(path):
+        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
+        candidates = [os.path.join(path, n) for n in names]
+        what, none = f"directory {path}", f"directory {path} holds no files"
+    elif glob.has_magic(path):
+        candidates = sorted(glob.glob(path))
+        what, none = f"the files matching {path}", f"no files match {path}"
+    elif not os.path.exists(path):
+        raise FileNotFoundError(f"no such file: {path}")
+    else:
+        return [path], []
+    found, passed = [], []
+    for c in candidates:
+        if not os.path.isfile(c) or c.endswith(INDEX_SUFFIX):
+            continue
+        why = _not_records(c)
+        (passed.append((c, why)) if why else found.append(c))
+    if not found:
+        if not passed:
+            raise FileNotFoundError(none)
+        raise FileNotFoundError(f"{what}: {_nothing_left(passed)}")
+    return found, passed
+
+
+def _nothing_left(passed: list[tuple[str, str]]) -> str:
+    listed = ", ".join(f"{os.path.basename(p)} ({why})" for p, why in passed[:8])
+    return f"no TFRecord files among {listed}; name a file explicitly to read it anyway"
+
+
+def looks_like_records(path: str) -> bool:
+    """Whether a file would be taken as a TFRecord shard from a folder (empty files are)."""
+    return _not_records(path) is None
+
+
+def _not_records(path: str) -> str | None:
+    """Why a file found in a folder or glob is not a TFRecord shard, or None if it is one."""
+    name = os.path.basename(path)
+    if name.lower().endswith(NOT_RECORDS) or name.upper().split(".")[0] in NOT_RECORD_NAMES:
+        return "by its name"
+    with open(path, "rb") as f:
+        head = f.read(1 << 16)
+    if not head:
+        return None  # an empty shard: a TFRecord file of no records
+    kind = detect_compression(head[:12])
+    if kind is not None:
+        try:
+            head = zlib.decompressobj(WBITS[kind]).decompress(head, 12)
+        except zlib.error:
+            return f"{kind} data that does not inflate"
+    if len(head) < 12 or framing.mask_crc(framing.crc32c(head[:8])) != int.from_bytes(
+        head[8:12], "little"
+    ):
+        return "its first bytes are not a TFRecord frame"
+    return None
