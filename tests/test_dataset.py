@@ -15,6 +15,7 @@ import threading
 
 import numpy as np
 import pytest
+import tensorflow as tf
 
 import tfrecnp as tn
 from tfrecnp._util.text import format_count, format_size
@@ -379,7 +380,8 @@ def test_select_decodes_only_the_selected_features(data):
 
 def test_pad_to_a_length_with_a_value(data):
     paths, cols = data
-    batches = list(tn.open(paths, SPEC).batches(64, pad={"tokens": 5, "bbox": (2, -1.0)}))
+    ds = tn.open(paths, SPEC)
+    batches = list(ds.batches(64, pad={"tokens": 5, "bbox": (2, -1.0)}, truncate=True))
     lengths = cols["tokens"].lengths
     want = np.zeros((N, 5), np.int64)
     for i in range(N):
@@ -399,6 +401,32 @@ def test_pad_to_a_length_with_a_value(data):
         "label", "vec", "tokens", "tokens_length", "image/encoded", "raw", "names", "bbox",
         "bbox_length",
     ]  # fmt: skip
+
+
+def test_pad_shorter_than_a_row_raises_like_tensorflow(data):
+    paths, cols = data
+    lengths = cols["tokens"].lengths
+    first = int(np.flatnonzero(lengths > 5)[0])  # records are in file order, a.tfrecord first
+    with pytest.raises(
+        tn.SchemaError,
+        match=(
+            rf"^feature 'tokens' has a row of {lengths[first]} values at \S*a\.tfrecord record "
+            rf"{first}, longer than the 5 that pad=\{{'tokens': 5\}} gives it .*truncate=True"
+        ),
+    ):
+        list(tn.open(paths, SPEC).batches(64, pad={"tokens": 5}))
+    # the oracle: TensorFlow's padded_batch refuses a row longer than its padded shape
+    rows = tf.data.Dataset.from_generator(
+        lambda: (cols["tokens"][i] for i in range(first + 1)),
+        output_signature=tf.TensorSpec([None], tf.int64),
+    )
+    with pytest.raises(tf.errors.DataLossError, match="pad to a smaller size than the input"):
+        list(rows.padded_batch(64, padded_shapes=[5]))
+    lengths_ok = max(int(lengths.max()), 1)  # long enough: no error, nothing cut
+    got = np.concatenate(
+        [b["tokens_length"] for b in tn.open(paths, SPEC).batches(64, pad={"tokens": lengths_ok})]
+    )
+    assert np.array_equal(got, lengths)
 
 
 def test_pad_to_the_longest_row_of_each_batch(data):

@@ -156,12 +156,13 @@ def run_demo(out: str, records: int) -> int:
 
     started = time.perf_counter()
     seen = 0
-    for batch in ds.batches(1024, shuffle=10_000, seed=0, pad={"tokens": 32}):
+    for batch in ds.batches(1024, shuffle=10_000, seed=0, pad={"tokens": MAX_TOKENS}):
         seen += len(batch["label"])
     streamed = time.perf_counter() - started
     print(
         f"streamed {format_count(seen)} records as batches of 1024, shuffled through a "
-        f"10 000-record buffer, tokens padded to 32 (+ tokens_length), in {streamed:.3f}s "
+        f"10 000-record buffer, tokens padded to {MAX_TOKENS} (+ tokens_length), in "
+        f"{streamed:.3f}s "
         f"({format_count(round(seen / streamed))} records/s)"
     )
     ok = same and loaded_same and count == records and seen == records

@@ -35,18 +35,21 @@ BLOCK_RECORDS = (1, 1 << 16)  # ... but at least / at most this many records per
 @dataclass(frozen=True)
 class Block:
     """Decoded records: `cols` holds `n` rows of each feature; `nbytes`, the payload bytes
-    they were decoded from (for progress lines)."""
+    they were decoded from (for progress lines); where(row), the row's file and record
+    number, for messages."""
 
     cols: Batch
     n: int
     nbytes: int = 0
+    where: Callable[[int], str] | None = None
 
     def rows(self, a: int, b: int) -> Batch:
         return {name: slice_column(col, a, b) for name, col in self.cols.items()}
 
     def take(self, indices: np.ndarray) -> Block:
         cols = {name: take_column(col, indices) for name, col in self.cols.items()}
-        return Block(cols, len(indices))
+        where = self.where
+        return Block(cols, len(indices), where=where and (lambda r: where(int(indices[r]))))
 
 
 def block_records(batch_size: int, mean_record_bytes: float) -> int:
@@ -62,7 +65,15 @@ def concat_blocks(blocks: list[Block]) -> Block:
         return blocks[0]
     names = blocks[0].cols
     cols = {name: concat_columns([b.cols[name] for b in blocks]) for name in names}
-    return Block(cols, sum(b.n for b in blocks), sum(b.nbytes for b in blocks))
+    firsts = np.cumsum([0, *[b.n for b in blocks]])
+    wheres = [b.where for b in blocks]
+
+    def where(r: int) -> str:
+        k = int(np.searchsorted(firsts, r, side="right")) - 1
+        return wheres[k](r - int(firsts[k]))  # type: ignore[misc]
+
+    known = all(w is not None for w in wheres)
+    return Block(cols, int(firsts[-1]), sum(b.nbytes for b in blocks), where if known else None)
 
 
 def serve(

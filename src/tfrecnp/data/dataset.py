@@ -424,7 +424,7 @@ class Dataset:
         seed: int | None = None,
         threads: int | None = None,
         prefetch: int = 2,
-        then: Callable[[Batch], Batch] | None = None,
+        then: Callable[..., Batch] | None = None,
     ) -> Iterator[Block]:
         """Decoded blocks of `block` records (the last may be short), read, decoded, shuffled
         and finished by `then` in a background thread, `prefetch` blocks ahead (0: in the
@@ -441,12 +441,12 @@ class Dataset:
                 raw = self._stream_batches(block)
             try:
                 blocks: Iterable[Block] = (
-                    Block(decode(r, threads), len(r), int(r.offsets[-1])) for r in raw
+                    Block(decode(r, threads), len(r), int(r.offsets[-1]), _describe(r)) for r in raw
                 )
                 if shuffle is not True and shuffle:
                     blocks = shuffle_blocks(blocks, int(shuffle), rng)
                 for b in blocks:
-                    yield Block(then(b.cols), b.n, b.nbytes) if then is not None else b
+                    yield b if then is None else Block(then(b.cols, b.where), b.n, b.nbytes)
             finally:
                 raw.close()
 
@@ -462,6 +462,7 @@ class Dataset:
         seed: int | None = None,
         drop_remainder: bool = False,
         pad: bool | Mapping[str, Any] | None = None,
+        truncate: bool = False,
         prefetch: int = 2,
         threads: int | None = None,
     ) -> Iterator[Batch]:
@@ -479,7 +480,9 @@ class Dataset:
         pad: {"tokens": 128} makes the Ragged column "tokens" a dense [n, 128] array (rows
         cut or filled with 0) plus a column "tokens_length" holding each row's number of
         real items (min(len, 128)); {"tokens": (128, -1)} fills with -1; a length of None,
-        or pad=True (every flat Ragged column), pads to the batch's longest row.
+        or pad=True (every flat Ragged column), pads to the batch's longest row. A row
+        longer than its pad length raises tn.SchemaError naming the record (as TensorFlow
+        does), unless truncate=True cuts it.
         """
         _check_batch_size(batch_size)
         if not isinstance(shuffle, (bool, int, np.integer)) or (
@@ -491,7 +494,7 @@ class Dataset:
         if shuffle is True:
             self._files.require_seek("batches(shuffle=True)")
         shuffle = shuffle if isinstance(shuffle, bool) else int(shuffle)
-        pad_rows, per_block = padder(self.spec, pad)
+        pad_rows, per_block = padder(self.spec, pad, truncate=truncate)
         batch_size = int(batch_size)
 
         def generate() -> Iterator[Batch]:
@@ -669,6 +672,14 @@ class Records(abc.Sequence):
 
     def __repr__(self) -> str:
         return f"Records({self._n} records: {', '.join(self.columns)})"
+
+
+def _describe(batch: RecordBatch) -> Callable[[int], str]:
+    def where(row: int) -> str:
+        path, record = batch.where(row)
+        return f"{path} record {record}"
+
+    return where
 
 
 def _row_values(col: Any) -> list:

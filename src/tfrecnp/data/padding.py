@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SchemaError
 from ..example.columns import Column, Ragged
 from ..example.spec import Raw, Sequence, VarLen
 
@@ -39,10 +40,14 @@ def ragged_features(spec: Any) -> dict[str, bool]:
     return example(spec)
 
 
-def padder(spec: Any, pad: Any) -> tuple[Callable[[Batch], Batch] | None, bool]:
-    """(apply, per_block): apply pads a batch's Ragged columns as `pad` asks. per_block is
-    True when every length is fixed, so padding a whole decoded block once gives the same
-    rows as padding each batch cut from it."""
+def padder(
+    spec: Any, pad: Any, *, truncate: bool = False
+) -> tuple[Callable[..., Batch] | None, bool]:
+    """(apply, per_block): apply(cols, where=None) pads a batch's Ragged columns as `pad`
+    asks. A row longer than a fixed length raises SchemaError (naming the record through
+    where(row), when given), as TensorFlow's padded_batch does, unless truncate=True.
+    per_block is True when every length is fixed, so padding a whole decoded block once
+    gives the same rows as padding each batch cut from it."""
     if pad is None or pad is False:
         return None, True
     flat = ragged_features(spec)
@@ -85,16 +90,29 @@ def padder(spec: Any, pad: Any) -> tuple[Callable[[Batch], Batch] | None, bool]:
                 "of that name; select it away or rename one of them"
             )
 
-    def apply(cols: Batch) -> Batch:
+    def apply(cols: Batch, where: Callable[[int], str] | None = None) -> Batch:
         out: dict[str, Any] = {}
         for name, col in cols.items():
             if name in wanted and isinstance(col, Ragged):
                 length, value = wanted[name]
-                out[name] = col.to_padded(length, value)
                 lens = col.lengths
+                if length is not None and not truncate and len(lens) and lens.max() > length:
+                    raise _too_long(name, length, lens, where)
+                out[name] = col.to_padded(length, value)
                 out[name + LENGTH_SUFFIX] = lens if length is None else np.minimum(lens, length)
             else:
                 out[name] = col
         return out
 
     return apply, all(length is not None for length, _ in wanted.values())
+
+
+def _too_long(name: str, length: int, lens: np.ndarray, where: Callable | None) -> SchemaError:
+    r = int(np.flatnonzero(lens > length)[0])
+    at = f" at {where(r)}" if where is not None else ""
+    return SchemaError(
+        f"feature {name!r} has a row of {int(lens[r])} values{at}, longer than the "
+        f"{length} that pad={{{name!r}: {length}}} gives it (TensorFlow's padded_batch "
+        f"refuses this too); pass truncate=True to cut rows to {length}, a larger length, "
+        "or None to pad to each batch's longest row"
+    )
