@@ -24,6 +24,7 @@ copy. Errors name the file, the record's number in it and its byte offset.
 from __future__ import annotations
 
 import builtins
+import itertools
 import os
 from collections import abc
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -61,7 +62,8 @@ __all__ = ["Dataset", "RandomAccessError", "is_array_source", "open"]
 
 Batch = dict[str, Column]
 
-SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size
+SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size ...
+SAMPLE_BYTES = 32 << 20  # ... or fewer, to stay within about this many payload bytes
 CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
 
 
@@ -413,8 +415,8 @@ class Dataset:
             start, stop = self._range()
             return float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
         reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
-        sample = next(reader.batches(64), None)
-        return len(sample.data) / len(sample) + 16 if sample is not None and len(sample) else 16.0
+        sizes = [len(r) for r in itertools.islice(reader, 16)]  # one record at a time
+        return sum(sizes) / len(sizes) + 16 if sizes else 16.0
 
     def _blocks(
         self,
@@ -533,7 +535,7 @@ class Dataset:
         n = stop - start
         if n == 0:
             return 0, 0
-        k = min(n, SAMPLE_RECORDS)
+        k = min(n, SAMPLE_RECORDS, max(1, int(SAMPLE_BYTES // self._mean_record_bytes())))
         if self._files.seekable:
             picks = np.unique(np.linspace(start, stop - 1, k).astype(np.int64))
             sample = gather(self._files, [(read_rows(self._files, picks), None)])

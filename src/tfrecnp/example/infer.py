@@ -19,6 +19,7 @@ many features are sampled less: at most 250 000 (record, feature) pairs are look
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from .spec import KIND_BYTES, KIND_DTYPES, KIND_NAMES, Feature, FixedLen, Sequen
 __all__ = ["FeatureStats", "Inspection", "infer_spec", "inspect"]
 
 MAX_SAMPLED_FILES = 32
+SAMPLE_BYTES = 32 << 20  # inference reads at most about this much (and at least a record a file)
 PROBE_RECORDS = 4  # surveyed first, to see how many features a record holds
 MAX_SURVEY_ENTRIES = 250_000  # (record, feature) pairs surveyed at most
 IMAGE_MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
@@ -73,11 +75,17 @@ def _sample(paths: list[str], sample: int, compression: str | None) -> RecordBat
     step = max(1, len(paths) / MAX_SAMPLED_FILES)
     chosen = [paths[int(i * step)] for i in range(min(len(paths), MAX_SAMPLED_FILES))]
     quota = math.ceil(sample / len(chosen))
+    budget = SAMPLE_BYTES // len(chosen)
     parts = []
-    for path in chosen:
-        batch = next(iter(RecordReader(path, compression=compression).batches(quota)), None)
-        if batch is not None:
-            parts.append(batch)
+    for path in chosen:  # up to quota records or budget bytes (at least one record) each
+        taken = 0
+        records = RecordReader(path, compression=compression).batches(1)
+        for record in itertools.islice(records, quota):
+            parts.append(record)
+            taken += len(record.data)
+            if taken >= budget:
+                break
+        records.close()
     if not parts:
         return RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64))
     return RecordBatch.concat(parts).slice(0, min(sample, sum(map(len, parts))))

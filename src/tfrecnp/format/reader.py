@@ -50,6 +50,7 @@ CHUNK_BYTES = 1 << 20  # read-buffer size; grows only to hold one larger record
 STREAM_BYTES = 8 << 20  # batches this large bypass the caches when filled (see gather)
 SEEK_READ_BYTES = 4096  # a header-only scan reads this much after each jump over a payload
 SEEK_GAP = 64 << 10  # ... over payloads this long; shorter ones are read through, in chunks
+ITER_BYTES = 4 << 20  # iterating records reads batches of about this many bytes
 MAX_PLAUSIBLE_LENGTH = 1 << 31  # protobuf messages stop at 2 GiB; past this a length is nonsense
 
 
@@ -217,8 +218,18 @@ class RecordReader:
         self.corruptions: list[CorruptRecordError] = []
 
     def __iter__(self) -> Iterator[bytes]:
-        for batch in self.batches(1024):
+        for batch in self.batches(self._batch_for(ITER_BYTES)):
             yield from batch
+
+    def _batch_for(self, nbytes: int) -> int:
+        """Records per batch so that batches hold about nbytes (up to 1024 records), judged
+        from the first few records: large records must not come 1024 at a time."""
+        if not self.paths:
+            return 1
+        probe = RecordReader(self.paths[0], compression=self.compression, on_error="skip")
+        sizes = [len(b.data) for b in itertools.islice(probe.batches(1), 8)]
+        mean = sum(sizes) / len(sizes) + 16 if sizes else 16
+        return int(min(1024, max(1, nbytes // mean)))
 
     def batches(self, batch_size: int = 1024) -> Iterator[RecordBatch]:
         """Batches of exactly batch_size records (the last may be short), across files."""
