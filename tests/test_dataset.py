@@ -312,10 +312,18 @@ def test_shuffle_pool_holds_at_most_the_buffer_and_one_block():
     assert [b.n for b in out] == [20, 30, 30, 30, 30, 30, 30, 100]
     order = np.concatenate([b.cols["i"] for b in out])
     assert sorted(order.tolist()) == list(range(300))
-    seen = np.cumsum([0, *[b.n for b in out]])
-    read = np.minimum(300, 30 * np.arange(4, 4 + len(out)))  # records in when each left
-    for k, b in enumerate(out[:-1]):  # a record leaves only after it was read
-        assert b.cols["i"].max() < read[k], (k, seen[k])
+    read = 30 * np.arange(4, 4 + len(out))  # records read when each block left
+    for k, b in enumerate(out[:-1]):  # a record leaves only after it was read ...
+        assert b.cols["i"].max() < read[k]
+        # ... and every record read and not yet out could have left: the draw is uniform
+        # over the whole pool, so old records leave too, not only the block just read
+        assert b.cols["i"].min() < read[k] - 30
+    assert np.array_equal(
+        order,
+        np.concatenate(
+            [b.cols["i"] for b in shuffle_blocks(iter(incoming), 100, np.random.default_rng(0))]
+        ),
+    )  # a pure function of the seed
 
 
 def test_shuffle_of_a_view(data):

@@ -119,22 +119,53 @@ def shuffle_blocks(
 ) -> Iterator[Block]:
     """The rows of `blocks` in a random order drawn through a pool of `buffer` rows: each
     block joins the pool, and as many rows as the block brought leave it, picked uniformly
-    from the union (one gather per column). The rest of the pool leaves, shuffled, at the
-    end."""
-    pool: Block | None = None
+    from the whole pool, gathered per column from the blocks that hold them and put in a
+    random order. The rest of the pool leaves, shuffled, at the end.
+
+    The pool is a list of decoded blocks plus the (block, row) of every row still in it;
+    a block is dropped once none of its rows remain, and the pool is copied into one block
+    only when the blocks held grow past twice what it needs, so each row is copied about
+    twice however large the buffer."""
+    held: dict[int, Block] = {}
+    live_b = np.empty(0, np.int64)  # block id of each row in the pool
+    live_r = np.empty(0, np.int64)  # its row in that block
+    next_id = 0
     for block in blocks:
         if not block.n:
             continue
-        union = block if pool is None else concat_blocks([pool, block])
-        if union.n <= buffer:
-            pool = union
+        held[next_id] = block
+        live_b = np.concatenate([live_b, np.full(block.n, next_id, np.int64)])
+        live_r = np.concatenate([live_r, np.arange(block.n, dtype=np.int64)])
+        next_id += 1
+        if len(live_b) <= buffer:
             continue
-        order = rng.permutation(union.n)
-        leave = union.n - buffer
-        yield union.take(order[:leave])
-        pool = union.take(order[leave:])
-    if pool is not None and pool.n:
-        yield pool.take(rng.permutation(pool.n))
+        leave = rng.permutation(len(live_b))
+        out, keep = leave[: len(live_b) - buffer], leave[len(live_b) - buffer :]
+        yield _gather(held, live_b[out], live_r[out], rng)
+        live_b, live_r = live_b[keep], live_r[keep]
+        for gone in set(held) - set(np.unique(live_b).tolist()):
+            del held[gone]
+        if sum(b.n for b in held.values()) > 2 * buffer + block.n:  # compact the pool
+            held = {next_id: _gather(held, live_b, live_r, rng)}
+            live_b = np.full(len(live_r), next_id, np.int64)
+            live_r = np.arange(len(live_r), dtype=np.int64)
+            next_id += 1
+    if len(live_b):
+        yield _gather(held, live_b, live_r, rng)
+
+
+def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, rng) -> Block:
+    """The rows (ids[k], rows[k]) of the held blocks, in a random order: one take per block
+    that holds some, joined, then one permutation."""
+    order = np.argsort(ids, kind="stable")
+    ids, rows = ids[order], rows[order]
+    cuts = np.flatnonzero(np.diff(ids)) + 1
+    parts = [
+        held[int(group_ids[0])].take(group_rows)
+        for group_ids, group_rows in zip(np.split(ids, cuts), np.split(rows, cuts), strict=True)
+    ]
+    joined = concat_blocks(parts)
+    return joined.take(rng.permutation(joined.n))
 
 
 def map_blocks(blocks: Iterable[Any], fn: Callable[[Any], Block]) -> Iterator[Block]:
