@@ -381,6 +381,12 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench import cmd_bench as run
+
+    return run(args)
+
+
 def cmd_head(args: argparse.Namespace) -> int:
     from ..example.decode import Decoder
     from ..example.infer import infer_spec
@@ -603,6 +609,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--spec", metavar="FILE", help="spec file to decode with")
     p.set_defaults(run=cmd_head)
+
+    p = sub.add_parser(
+        "bench",
+        help="time reading your files with tfrecnp and with TensorFlow, side by side",
+        description="Read and decode your own files at your batch size with tfrecnp "
+        "(tn.open(...).batches(...)) and with TensorFlow's best pipeline on the same files "
+        "(TFRecordDataset -> batch -> map(parse_example, AUTOTUNE) -> prefetch), each for up "
+        "to --seconds or one pass, and print records/s, MB/s, batches/s and the ratio. "
+        "TensorFlow is used only when installed. Example: tfrecnp bench data/*.tfrecord "
+        "--batch-size 32 --shuffle 10000",
+    )
+    _add_common(p)
+    p.add_argument("--spec", metavar="FILE", help="spec file (default: inferred from the files)")
+    p.add_argument("--select", metavar="A,B", help="read only these features (comma-separated)")
+    p.add_argument(
+        "--batch-size", type=_at_least_one, default=32, metavar="N", help="default: %(default)s"
+    )
+    p.add_argument(
+        "--shuffle", type=_at_least_one, metavar="N", help="a shuffle buffer of N records"
+    )
+    p.add_argument(
+        "--seconds",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="time each side for at most S seconds (default: %(default)s)",
+    )
+    p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser(
         "demo",
