@@ -1,0 +1,45 @@
+"""TFRecord framing, compiled: CRC32C, frame walks, payload gathers (buffers in and out)."""
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+Buffer = NDArray[np.uint8] | bytes | bytearray | memoryview
+Int64s = NDArray[np.int64]
+
+LIMIT: int
+NEED_MORE: int
+BAD_LENGTH_CRC: int
+FOUND: int
+NOT_FOUND: int
+OUT_FULL: int
+
+def has_sse42() -> bool: ...
+def crc32c(data: Buffer, crc: int = 0, *, hardware: bool | None = None) -> int: ...
+def mask_crc(crc: int) -> int: ...
+def scan_frames(
+    buf: Buffer, pos: int, limit: int, starts: Int64s, lengths: Int64s
+) -> tuple[int, int, int, int]: ...
+def gather_payloads(
+    buf: Buffer,
+    starts: Int64s,
+    lengths: Int64s,
+    out: NDArray[np.uint8],
+    offsets: Int64s,
+    check_crc: bool = True,
+    base: int = 0,
+) -> int: ...
+def find_frame(buf: Buffer, pos: int) -> tuple[Any, ...]: ...
+def frame_payloads(payloads: Buffer, offsets: Int64s, out: NDArray[np.uint8]) -> int: ...
+def gather_frames(
+    buf: Buffer,
+    pos: int,
+    want: int,
+    out: NDArray[np.uint8],
+    used: int,
+    offsets: Int64s,
+    first: int,
+    check_crc: bool = True,
+    stream: bool = False,
+) -> tuple[Any, ...]: ...
