@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._core import decode as _core
-from .._util.text import format_count
+from .._util.text import format_count, format_shape
 from ..errors import CorruptRecordError, SchemaError
 from ..format.reader import RecordBatch
 from .columns import BytesColumn, Column, Ragged
@@ -481,13 +481,9 @@ def _where(batch: RecordBatch, r: int) -> str:
     return f"{path} record {record}"
 
 
-def _fmt_shape(shape: tuple[int, ...]) -> str:
-    return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
-
-
 def _varying_first(spec: Raw) -> str:
     rest = tuple(d for d in spec.shape if d != -1)
-    return _fmt_shape((-1, *rest))
+    return format_shape((-1, *rest))
 
 
 def _a(word: str) -> str:
@@ -566,7 +562,7 @@ def _schema_message(c: _Compiled, code: str, row: np.ndarray, where: str) -> str
     if code == "multiple":
         return (
             f"{c.label} has {n_values}, not a multiple of {c.divisor} as {spelled} needs "
-            f"(rows of shape {_fmt_shape(spec.inner_shape)}), at {where}"
+            f"(rows of shape {format_shape(spec.inner_shape)}), at {where}"
         )
     if code == "raw_count":
         what = "an empty bytes_list" if count == 0 else f"a bytes_list of {n_values}"

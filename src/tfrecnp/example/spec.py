@@ -41,6 +41,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._util.text import format_shape
+
 __all__ = [
     "Bytes",
     "Feature",
@@ -143,10 +145,6 @@ def _decode_default(value: Any) -> Any:
     if isinstance(value, dict) and "float" in value:
         return float(value["float"])
     return value
-
-
-def _fmt_shape(shape: tuple[int, ...]) -> str:
-    return f"({shape[0]},)" if len(shape) == 1 else f"({', '.join(map(str, shape))})"
 
 
 class Feature:
@@ -265,7 +263,7 @@ class FixedLen(Feature):
         if self.shape == () and self.dtype == "bytes" and self.default is None:
             return "tn.Bytes()"
         default = "" if self.default is None else f", default={self.default.tolist()!r}"
-        return f"tn.FixedLen({_fmt_shape(self.shape)}, {self.dtype!r}{default})"
+        return f"tn.FixedLen({format_shape(self.shape)}, {self.dtype!r}{default})"
 
 
 class VarLen(Feature):
@@ -305,7 +303,7 @@ class VarLen(Feature):
         return cls(obj["dtype"], obj.get("inner_shape", ()))
 
     def spell(self) -> str:
-        inner = f", inner_shape={_fmt_shape(self.inner_shape)}" if self.inner_shape else ""
+        inner = f", inner_shape={format_shape(self.inner_shape)}" if self.inner_shape else ""
         return f"tn.VarLen({self.dtype!r}{inner})"
 
 
@@ -363,7 +361,7 @@ class Raw(Feature):
         return cls(obj["dtype"], obj.get("shape"))
 
     def spell(self) -> str:
-        shape = "" if self.shape is None else f", shape={_fmt_shape(self.shape)}"
+        shape = "" if self.shape is None else f", shape={format_shape(self.shape)}"
         return f"tn.Raw({self.dtype!r}{shape})"
 
 
