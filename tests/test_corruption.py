@@ -620,3 +620,20 @@ def test_a_missing_directory_is_named(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         tn.RecordWriter(target)
     assert str(e.value) == f"cannot write {target}: no such directory {tmp_path / 'missing'}"
+
+
+def test_iter_records_takes_the_corruption_policy(tmp_path):
+    path = tmp_path / "d.tfrecord"
+    with tn.RecordWriter(path) as w:
+        for i in range(10):
+            w.write(b"record %d" % i)
+    data = bytearray(path.read_bytes())
+    data[12 + 2] ^= 0xFF  # inside record 0's payload
+    path.write_bytes(data)
+    with pytest.raises(tn.CorruptRecordError, match="payload CRC mismatch"):
+        list(tn.iter_records(path))
+    assert list(tn.iter_records(path, on_error="skip")) == [b"record %d" % i for i in range(1, 10)]
+    with pytest.warns(tn.CorruptRecordWarning, match="record 0"):
+        assert len(list(tn.iter_records(path, on_error="warn"))) == 9
+    with pytest.raises(ValueError, match="on_error must be"):
+        tn.iter_records(path, on_error="ignore")

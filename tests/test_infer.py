@@ -77,7 +77,10 @@ def test_inspect_notes_images_raw_bytes_and_missing(mixed_file):
     assert report.files == [(mixed_file, None, 200, report.files[0][3])]
     notes = {f.name: f.notes for f in report.features}
     assert notes["image"] == ["JPEG images"]
-    assert notes["raw"] == ["every value is 40 bytes: raw array bytes? try tn.Raw(dtype, shape)"]
+    assert notes["raw"] == [
+        "every value is 40 bytes: raw array bytes? e.g. tn.Raw('float32', shape=(10,)) "
+        "(or another dtype whose size divides 40)"
+    ]
     assert notes["sometimes"] == ["missing from 25% of records"]
     stats = {f.name: f for f in report.features}
     assert (stats["tokens"].count_min, stats["tokens"].count_max) == (0, 6)
@@ -207,3 +210,42 @@ def test_wide_records_are_sampled_less(tmp_path):
     report = inspect(path)
     assert report.sampled == 250
     assert report.spec == {f"f{i}": tn.FixedLen((), "float32") for i in range(1000)}
+
+
+def test_inspect_reads_box_lists_as_rows_of_four(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    lengths = np.array([4, 8, 0, 4, 12] * 8)
+    boxes = tn.Ragged.from_lengths(rng.random(lengths.sum(), dtype=np.float32), lengths)
+    points = tn.Ragged.from_lengths(rng.random(lengths.sum(), dtype=np.float32), lengths)
+    path = tmp_path / "boxes.tfrecord"
+    tn.write(path, {"image/object/bbox": boxes, "points": points}, progress=False)
+    spec = infer_spec(path)
+    assert spec["image/object/bbox"] == tn.VarLen("float32", inner_shape=(4,))
+    assert spec["points"] == tn.VarLen("float32")  # not named like boxes: flat
+    got = tn.read(path, spec)["image/object/bbox"]
+    assert got.to_list() == [np.asarray(r).reshape(-1, 4).tolist() for r in boxes.to_list()]
+    assert main(["inspect", str(path)]) == 0
+    assert "boxes: every length is a multiple of 4, read as rows of 4" in capsys.readouterr().out
+
+
+def test_the_raw_hint_names_a_spec_that_reads_the_bytes(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    data = rng.random((30, 3, 4), dtype=np.float32)
+    path = tmp_path / "raw.tfrecord"
+    cols = {"data": data, "pair": np.zeros((30, 2), np.uint8), "odd": np.zeros((30, 9), np.uint8)}
+    tn.write(path, cols, encoding=dict.fromkeys(cols, "raw"), progress=False)
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    hint = "every value is 48 bytes: raw array bytes? e.g. tn.Raw('float32', shape=(12,))"
+    assert hint in out
+    assert "every value is 9 bytes: raw array bytes? e.g. tn.Raw('uint8', shape=(9,))" in out
+    assert "every value is 2 bytes" not in out  # two bytes is more likely text than an array
+    suggested = {"data": tn.Raw("float32", shape=(12,))}
+    assert np.array_equal(tn.read(path, suggested)["data"], data.reshape(30, 12))
+
+
+def test_demo_takes_json(tmp_path, capsys):
+    assert main(["demo", "--records", "100", "--out", str(tmp_path / "d"), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is True and doc["records"] == 100
+    assert doc["steps"][0].startswith("wrote ") and any("saved" in s for s in doc["steps"])

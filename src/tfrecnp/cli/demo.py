@@ -14,6 +14,7 @@ import os
 import struct
 import time
 import zlib
+from collections.abc import Callable
 
 import numpy as np
 
@@ -98,8 +99,9 @@ def _concat_batches(parts: list[dict]) -> dict:
     return {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
 
 
-def run_demo(out: str, records: int) -> int:
-    """Run the demo into the folder `out`; returns the exit status (0 when all matched)."""
+def run_demo(out: str, records: int, say: Callable[[str], object] = print) -> int:
+    """Run the demo into the folder `out`, telling each step to `say`; returns the exit
+    status (0 when all matched)."""
     os.makedirs(out, exist_ok=True)
     path = os.path.join(out, "sample.tfrecord")
     columns, kind = sample_columns(records)
@@ -110,7 +112,7 @@ def run_demo(out: str, records: int) -> int:
     result = write(path, columns, encoding={"embedding": "raw"}, progress=False)
     wrote = time.perf_counter() - started
     size = os.path.getsize(path)
-    print(
+    say(
         f"wrote    {path}: {format_count(records)} records, {format_size(size)} in "
         f"{wrote:.3f}s ({IMAGE_SIZE}x{IMAGE_SIZE} {kind} images, labels, lists of 0-"
         f"{MAX_TOKENS - 1} tokens, {EMBEDDING} float32s as raw bytes)"
@@ -118,7 +120,7 @@ def run_demo(out: str, records: int) -> int:
 
     started = time.perf_counter()
     count = len(scan_file(path, use_index=False))
-    print(
+    say(
         f"counted  {format_count(count)} records from frame headers in "
         f"{time.perf_counter() - started:.3f}s"
     )
@@ -128,7 +130,7 @@ def run_demo(out: str, records: int) -> int:
     decoded = _concat_batches([decoder.decode(b) for b in RecordReader(path).batches(8192)])
     checked = time.perf_counter() - started
     same = all(_same(decoded[name], col) for name, col in columns.items())
-    print(
+    say(
         f"verified every CRC and payload in {checked:.3f}s ({size / checked / 1e6:,.0f} MB/s), "
         f"decoding every feature with {', '.join(f'{k}: {f!r}' for k, f in result.spec.items())}"
         f": {'all records match' if same else 'MISMATCH'}"
@@ -140,7 +142,7 @@ def run_demo(out: str, records: int) -> int:
     ds.save(folder, overwrite=True, progress=False)
     saved = time.perf_counter() - started
     names = sorted(os.listdir(folder))
-    print(
+    say(
         f"saved    {folder}/ in {saved:.3f}s ({format_count(round(records / saved))} records/s, "
         f"{size / saved / 1e6:,.0f} MB/s): {', '.join(names)}"
     )
@@ -149,7 +151,7 @@ def run_demo(out: str, records: int) -> int:
     with load(folder) as arrays:
         loaded_same = all(_same(arrays[name], col) for name, col in columns.items())
         kinds = ", ".join(f"{name}: {type(col).__name__}" for name, col in arrays.items())
-    print(
+    say(
         f"loaded   {folder}/ memory-mapped ({kinds}) and compared in "
         f"{time.perf_counter() - started:.3f}s: {'same as written' if loaded_same else 'MISMATCH'}"
     )
@@ -159,7 +161,7 @@ def run_demo(out: str, records: int) -> int:
     for batch in ds.batches(1024, shuffle=10_000, seed=0, pad={"tokens": MAX_TOKENS}):
         seen += len(batch["label"])
     streamed = time.perf_counter() - started
-    print(
+    say(
         f"streamed {format_count(seen)} records as batches of 1024, shuffled through a "
         f"10 000-record buffer, tokens padded to {MAX_TOKENS} (+ tokens_length), in "
         f"{streamed:.3f}s "

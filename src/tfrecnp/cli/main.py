@@ -158,7 +158,13 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from .demo import run_demo
 
-    return run_demo(args.out, args.records)
+    if not args.json:
+        return run_demo(args.out, args.records)
+    steps: list[str] = []
+    status = run_demo(args.out, args.records, say=steps.append)
+    doc = {"ok": status == 0, "out": args.out, "records": args.records, "steps": steps}
+    print(json.dumps(doc))
+    return status
 
 
 def _encoding_arg(values: list[str] | None) -> str | dict | None:
@@ -655,6 +661,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=50_000,
         help="records to write (default: %(default)s)",
     )
+    _add_common(p, paths=False)
     p.set_defaults(run=cmd_demo)
     return parser
 

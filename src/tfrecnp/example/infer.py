@@ -31,7 +31,18 @@ from ..errors import SchemaError
 from ..format.paths import Paths, expand_paths
 from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
 from .decode import Decoder, Survey, survey
-from .spec import KIND_BYTES, KIND_DTYPES, KIND_NAMES, Feature, FixedLen, Sequence, Spec, VarLen
+from .spec import (
+    KIND_BYTES,
+    KIND_DTYPES,
+    KIND_FLOAT,
+    KIND_NAMES,
+    Feature,
+    FixedLen,
+    Raw,
+    Sequence,
+    Spec,
+    VarLen,
+)
 
 __all__ = ["FeatureStats", "Inspection", "infer_spec", "inspect"]
 
@@ -138,18 +149,32 @@ def _stats(s: Survey, rows: np.ndarray, firsts: np.ndarray, where: str) -> Featu
             stats.notes.append(f"missing from {1 - stats.present:.0%} of records")
     shape = () if width == 1 else (width,)
     stats.feature = FixedLen(shape, dtype) if fixed else VarLen(dtype)
+    if not fixed and not sequence and kind == KIND_FLOAT and _looks_like_boxes(name, counts):
+        stats.feature = VarLen(dtype, inner_shape=(4,))
+        stats.notes.append("boxes: every length is a multiple of 4, read as rows of 4")
     if kind == KIND_BYTES:
         firsts = [f for f in firsts[rows][present] if f]
         for magic, image in IMAGE_MAGIC.items():
             if firsts and all(f.startswith(magic) for f in firsts):
                 stats.notes.append(f"{image} images")
         sizes = s.nbytes[rows][present]
-        if fixed and width == 1 and sizes.min() == sizes.max() > 0 and len(stats.notes) == 0:
+        size = int(sizes[0])
+        if fixed and width == 1 and sizes.min() == sizes.max() >= 8 and not stats.notes:
+            guess = Raw("float32", shape=(size // 4,)) if size % 4 == 0 else Raw("uint8", (size,))
             stats.notes.append(
-                f"every value is {format_count(int(sizes[0]))} bytes: raw array bytes? "
-                "try tn.Raw(dtype, shape)"
+                f"every value is {format_count(size)} bytes: raw array bytes? e.g. "
+                f"{guess.spell()} (or another dtype whose size divides {size})"
             )
     return stats
+
+
+BOX_NAMES = ("bbox", "box")  # float lists named like these, of lengths 4k, are boxes
+
+
+def _looks_like_boxes(name: str, counts: np.ndarray) -> bool:
+    words = name.lower().replace("/", "_").replace(".", "_").split("_")
+    named = any(w.startswith(BOX_NAMES) or w.endswith(BOX_NAMES) for w in words)
+    return named and counts.max(initial=0) > 0 and not np.any(counts % 4)
 
 
 def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], Spec, int]:

@@ -567,10 +567,16 @@ def _short_reason(left: int, length: int) -> str:
 
 
 def iter_records(
-    paths: Paths, *, compression: str | None = "auto", verify_crc: bool = True
+    paths: Paths,
+    *,
+    compression: str | None = "auto",
+    verify_crc: bool = True,
+    on_error: OnError = "raise",
 ) -> Iterator[bytes]:
-    """Each record's payload as bytes: the equivalent of tf.data.TFRecordDataset."""
-    return iter(RecordReader(paths, compression=compression, verify_crc=verify_crc))
+    """Each record's payload as bytes: the equivalent of tf.data.TFRecordDataset. on_error
+    as for RecordReader ("skip" / "warn" resynchronise past damage)."""
+    reader = RecordReader(paths, compression=compression, verify_crc=verify_crc, on_error=on_error)
+    return iter(reader)
 
 
 def scan_file(
