@@ -19,6 +19,8 @@ from .._util.text import format_count
 from ..errors import TFRecordError
 from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from ..example.spec import spec_from_json
+from ..format.compression import detect_compression
+from ..format.sniff import is_frame, what_is
 from .npy import HDF5_MAGIC, ZIP_MAGIC, zip_member_offset
 from .sinks import MANIFEST, MANIFEST_FORMAT, SAFE_CHARS
 
@@ -54,7 +56,8 @@ def _not_ours(path: str, why: str) -> TFRecordError:
     return TFRecordError(
         f"{path} is not a complete tfrecnp output ({why}); outputs of ds.save / tn.convert "
         "hold a manifest written last, so an interrupted save has none: run it again. Plain "
-        "array files open with numpy / h5py / zarr, or as a source with tn.open"
+        "array files open with numpy / h5py / zarr, and tn.convert(path, 'out.tfrecord') "
+        "writes them as TFRecords"
     )
 
 
@@ -75,12 +78,20 @@ def load(path: str | os.PathLike) -> Arrays:
             return _load_zarr(path)
         raise _not_ours(path, f"no {MANIFEST} and no zarr.json in the folder")
     with open(path, "rb") as f:
-        head = f.read(8)
+        head = f.read(12)
     if head.startswith(ZIP_MAGIC):
         return _load_npz(path)
-    if head == HDF5_MAGIC:
+    if head.startswith(HDF5_MAGIC):
         return _load_hdf5(path)
-    raise _not_ours(path, "neither a folder, a .npz nor an HDF5 file")
+    if is_frame(head) or detect_compression(head) is not None:
+        raise TFRecordError(
+            f"{path} is a TFRecord file, not what Dataset.save writes: open it with "
+            "tn.open(path), or convert it once with tn.convert(path, 'out/') and tn.load that"
+        )
+    what = what_is(path) or "its first bytes are none of the formats save writes"
+    raise _not_ours(
+        path, f"neither a folder, a .npz nor an HDF5 file: {what.removeprefix('it is ')}"
+    )
 
 
 def _check_manifest(path: str, manifest: Any) -> dict:

@@ -34,6 +34,7 @@ from ..errors import SALVAGE_HINT, CorruptRecordError, CorruptRecordWarning
 from .compression import DecompressingReader, detect_compression, normalize_compression
 from .index import RecordIndex, index_path, read_index
 from .paths import PathLike, Paths, expand_paths
+from .sniff import is_frame, what_is
 
 __all__ = [
     "RecordBatch",
@@ -163,6 +164,10 @@ class _Stream:
         self.view.release()
         self.source.close()
 
+    def head(self) -> bytes:
+        """The first bytes of the stream still in the buffer (up to 12)."""
+        return bytes(self.view[self.start : min(self.end, self.start + 12)])
+
     def fill(self, need: int, read_size: int = CHUNK_BYTES) -> None:
         """Make buf[start:] hold at least `need` bytes, or reach the end of the stream.
 
@@ -271,8 +276,13 @@ class RecordReader:
             stream.close()
 
     def _damage(self, reason: str, stream: _Stream, record: int, offset: int) -> None:
+        hint = SALVAGE_HINT
+        if record == 0 and offset == 0 and not is_frame(stream.head()):
+            what = what_is(stream.path)  # a file of another kind: not damage at all
+            if what is not None:
+                reason, hint = "not a TFRecord file", what
         error = CorruptRecordError(
-            reason, path=stream.path, record=record, offset=offset, hint=SALVAGE_HINT
+            reason, path=stream.path, record=record, offset=offset, hint=hint
         )
         if self.on_error == "raise":
             raise error

@@ -1,0 +1,99 @@
+"""What a file that is not TFRecord is, from its first bytes, and which call reads it: so
+that `tn.open("labels.npy")` or `tfrecnp inspect dataset_info.json` says "this is an .npy
+array" rather than reporting a CRC mismatch."""
+
+from __future__ import annotations
+
+import os
+import zlib
+
+from .._core import framing
+from .compression import WBITS, detect_compression
+
+NPY_MAGIC = b"\x93NUMPY"
+HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
+ZIP_MAGIC = b"PK\x03\x04"
+PROBE_BYTES = 64 << 10  # how much of a file is looked at to say what it is
+
+
+def is_frame(head: bytes) -> bool:
+    """Whether head starts with a TFRecord frame header whose length CRC checks."""
+    return len(head) >= 12 and framing.mask_crc(framing.crc32c(head[:8])) == int.from_bytes(
+        head[8:12], "little"
+    )
+
+
+def what_is(path: str) -> str | None:
+    """A sentence saying what the file is and how to read it, for a file whose first frame
+    is not a TFRecord frame; None when its first bytes are nothing known (then it may well
+    be a TFRecord file with a damaged first header: a frame starts later in its first bytes)."""
+    if os.path.isdir(path):
+        names = set(os.listdir(path))
+        if {"zarr.json", ".zarray", ".zgroup"} & names:
+            return "it is a Zarr store: tn.load(path) opens what tfrecnp saved, zarr the rest"
+        return "it is a folder"
+    with open(path, "rb") as f:
+        head = f.read(PROBE_BYTES)
+    if len(head) < 12:
+        return None  # too short to tell from a truncated TFRecord file
+    if head.startswith(NPY_MAGIC):
+        return (
+            "it is a .npy array file: read it with np.load(path, mmap_mode='r'), or write it "
+            "as TFRecords with tn.convert(path, 'out.tfrecord')"
+        )
+    if head.startswith(ZIP_MAGIC):
+        return (
+            "it is a zip archive (.npz?): tn.load(path) opens what tfrecnp saved, np.load "
+            "the rest; tn.convert(path, 'out.tfrecord') writes TFRecords"
+        )
+    if head.startswith(HDF5_MAGIC):
+        return (
+            "it is an HDF5 file: tn.load(path) opens what tfrecnp saved, h5py the rest; "
+            "tn.convert(path, 'out.tfrecord', key=...) writes TFRecords"
+        )
+    kind = detect_compression(head[:12])
+    if kind is not None:
+        try:
+            inner = zlib.decompressobj(WBITS[kind]).decompress(head, PROBE_BYTES)
+        except zlib.error:
+            return None  # damage for the reader to report
+        if len(inner) < 12 or is_frame(inner) or _frame_follows(inner):
+            return None
+        return f"it is {kind} data, but what it holds is not TFRecords ({_text_or_hex(inner)})"
+    text = _as_text(head)
+    if text is not None:
+        stripped = text.lstrip()
+        if stripped[:1] in ("{", "["):
+            return "it is JSON text (a dataset description?), read it with json.load"
+        return f"it is text ({stripped[:40]!r}...)"
+    if _frame_follows(head):
+        return None  # a TFRecord file whose first header is damaged
+    return (
+        f"its first bytes ({head[:12].hex(' ')}) are not a TFRecord frame, and no frame "
+        f"starts in its first {len(head):,} bytes"
+    )
+
+
+def _frame_follows(data: bytes) -> bool:
+    """Whether a whole frame (or one that runs past data) starts anywhere after byte 0."""
+    if len(data) < 13:
+        return False
+    status, _ = framing.find_frame(memoryview(data), 1)
+    return status != framing.NOT_FOUND
+
+
+def _as_text(head: bytes) -> str | None:
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError:
+        try:  # a multi-byte character cut at the end of the sample
+            text = head[:-3].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    printable = sum(ch.isprintable() or ch in "\r\n\t" for ch in text)
+    return text if text and printable >= 0.95 * len(text) else None
+
+
+def _text_or_hex(data: bytes) -> str:
+    text = _as_text(data)
+    return f"text {text[:30]!r}..." if text else f"first bytes {data[:12].hex(' ')}"
