@@ -18,7 +18,7 @@ from test_dataset import N_A, SPEC, N, assert_batch, make_files, same, take
 import tfrecnp as tn
 from tfrecnp._util import progress
 from tfrecnp._util.progress import Progress, format_duration, format_rate
-from tfrecnp._util.text import format_count
+from tfrecnp._util.text import format_count, format_size
 from tfrecnp.cli import main
 from tfrecnp.example.columns import LazyBytes, LazyRagged, Ragged
 
@@ -346,7 +346,8 @@ def test_save_draws_progress_only_on_a_terminal(data, tmp_path, monkeypatch, cap
     tn.open(paths[0], SPEC).save(tmp_path / "b", batch_size=100)
     text = term.getvalue()
     assert text.startswith(f"\rsaving {tmp_path / 'b'}: [") and text.endswith("\n")
-    assert f"100% {N_A}/{N_A} records" in text
+    size = format_size(os.path.getsize(paths[0]))  # a whole pass needs no index: bytes count
+    assert f"100% {N_A} records ({size} of {size})" in text
     term.seek(0)
     term.truncate(0)
     tn.open(paths, SPEC).save(tmp_path / "c", batch_size=100)  # compressed: no record count

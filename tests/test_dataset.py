@@ -593,7 +593,9 @@ def test_errors_in_the_reader_thread_reach_the_caller(plain, tmp_path):
     with open(copy, "r+b") as f:  # the file shrinks after it was indexed
         f.truncate(os.path.getsize(copy) // 2)
     with pytest.raises(tn.CorruptRecordError, match=r"the file ends at byte .* its index lists"):
-        list(ds.batches(50))
+        list(ds.take(N_A).batches(50))  # a view reads the records its index lists
+    with pytest.raises(tn.CorruptRecordError, match=r"^truncated: the file ends 22 bytes into"):
+        list(ds.batches(50))  # a whole pass streams the file
 
 
 def test_open_errors(data, tmp_path):

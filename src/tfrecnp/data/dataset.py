@@ -269,15 +269,7 @@ class Dataset:
         """Sequential batches of payloads (any compression), exactly batch_size records
         except the last."""
         files = self._files
-        if files.seekable:
-            start, stop = self._range()
-            spans = (
-                gather_range(self._files, a, min(stop, a + batch_size))
-                for a in range(start, stop, batch_size)
-            )
-            yield from self._full(spans, batch_size)
-            return
-        if self._whole():
+        if self._whole():  # a pass over everything needs no index: stream the files
             reader = RecordReader(
                 files.paths,
                 compression=files.compression,
@@ -289,6 +281,14 @@ class Dataset:
             finally:
                 for c in reader.corruptions:
                     files.note(c)
+            return
+        if files.seekable:
+            start, stop = self._range()
+            spans = (
+                gather_range(self._files, a, min(stop, a + batch_size))
+                for a in range(start, stop, batch_size)
+            )
+            yield from self._full(spans, batch_size)
             return
         parts = (
             part
@@ -411,7 +411,7 @@ class Dataset:
     def _mean_record_bytes(self) -> float:
         """Mean frame size: from the index when there is one, else from the first records."""
         files = self._files
-        if files.seekable or files.indexed:
+        if files.indexed or not self._whole():
             start, stop = self._range()
             return float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
         reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
@@ -637,14 +637,15 @@ class Dataset:
         files = self._files
         if batch_size is not None:
             _check_batch_size(batch_size)
-        total = len(self) if (files.seekable or files.indexed) else None
+        total = len(self) if files.indexed or not self._whole() else None
+        size = sum(os.path.getsize(p) for p in files.paths) if files.seekable else None
         sink = ArraySink(out, fmt, spec=self.spec, overwrite=overwrite)
-        bar = Progress(f"saving {os.fspath(out)}", total=total, enabled=progress)
+        bar = Progress(f"saving {os.fspath(out)}", total=total, total_bytes=size, enabled=progress)
         try:
             block = int(batch_size or block_records(1, self._mean_record_bytes()))
             for b in self._blocks(block):
                 sink.write(b.cols)
-                bar.update(b.n, b.nbytes)
+                bar.update(b.n, b.nbytes + 16 * b.n)  # frames, as the files' sizes count
             if not sink.records and not sink._leaves:
                 sink.write(self._empty())
             path = sink.close()

@@ -150,6 +150,9 @@ class Files:
                     empty = np.empty(0, np.int64)
                     self.offsets = np.concatenate([o for o, _ in parts]) if parts else empty
                     self.lengths = np.concatenate([n for _, n in parts]) if parts else empty
+                    for f in range(len(parts)):  # one copy of the index: views per file
+                        a, b = int(self.firsts[f]), int(self.firsts[f + 1])
+                        self._file_index[f] = (self.offsets[a:b], self.lengths[a:b])
                     self._indexed = True
         return self
 
