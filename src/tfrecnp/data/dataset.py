@@ -48,14 +48,12 @@ from .blocks import Block, block_records, serve, shuffle_blocks
 from .files import (
     LOC_BITS,
     Files,
-    Frames,
     RandomAccessError,
-    frames_of,
     read_record,
     read_rows,
     read_span,
 )
-from .gather import gather, gather_range, rebatch
+from .gather import concat_batches, gather, gather_range, rebatch
 from .padding import feature_names, padder
 
 __all__ = ["Dataset", "RandomAccessError", "is_array_source", "open"]
@@ -324,46 +322,6 @@ class Dataset:
             for c in reader.corruptions:
                 files.note(c)
 
-    def _file_frames(self, f: int, a: int, b: int, block: int) -> Iterator[Frames]:
-        """Records a..b of file f as frames, `block` records at a time."""
-        files = self._files
-        if files.kinds[f] is None:
-            b = min(b, len(files.file_index(f)[0]))
-            for x in range(a, b, block):
-                yield read_span(files, f, x, min(b, x + block))
-            return
-        parts = self._file_parts(f, a, b, block)
-        try:
-            for part, locs in parts:
-                yield frames_of(part, locs)
-        finally:
-            parts.close()
-
-    def _stream_frames(
-        self, pieces: list[tuple[int, int, int]], block: int, cycle: int = 1
-    ) -> Iterator[Frames]:
-        """Frames of the pieces, `block` records at a time, taking turns between up to
-        `cycle` files (interleaving)."""
-        pending = list(pieces)
-        active: list[Iterator[Frames]] = []
-        try:
-            while pending or active:
-                while pending and len(active) < cycle:
-                    active.append(self._file_frames(*pending.pop(0), block))
-                k = 0
-                while k < len(active):
-                    item = next(active[k], None)
-                    if item is None:
-                        active.pop(k)
-                        if pending:
-                            active.insert(k, self._file_frames(*pending.pop(0), block))
-                        continue
-                    yield item
-                    k += 1
-        finally:
-            for gen in active:
-                gen.close()
-
     def _global_shuffle(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
         """Blocks of a permutation of every record: each block's records are read in file
         order (neighbours in one read) and gathered into the permuted order."""
@@ -376,29 +334,55 @@ class Dataset:
         )
         yield from self._full(picked, block)
 
+    def _file_records(self, f: int, a: int, b: int | None, chunk: int) -> Iterator[RecordBatch]:
+        """Records a..b of file f (b=None: to its end, read as a stream without an index),
+        `chunk` records at a time."""
+        files = self._files
+        if files.kinds[f] is None and b is not None:
+            for x in range(a, b, chunk):
+                yield gather(files, [(read_span(files, f, x, min(b, x + chunk)), None)])
+            return
+        parts = self._file_parts(f, a, 1 << 62 if b is None else b, chunk)
+        try:
+            for part, _ in parts:
+                yield part
+        finally:
+            parts.close()
+
     def _interleaved(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
         """Blocks that each hold a chunk of every file being read (up to CYCLE_FILES at a
         time, the files in a random order), so that a shuffle buffer mixes records across
         files, not only within one."""
-        pieces = self._file_pieces() if (self._files.seekable or not self._whole()) else None
-        if pieces is None:  # a whole compressed dataset: no index needed
-            pieces = [(f, 0, 1 << 62) for f in range(len(self._files.paths))]
-        pieces = [pieces[i] for i in rng.permutation(len(pieces))]
+        if self._whole():
+            pieces: list[tuple[int, int, int | None]] = [
+                (f, 0, None) for f in range(len(self._files.paths))
+            ]
+        else:
+            pieces = list(self._file_pieces())
+        pending = [pieces[i] for i in rng.permutation(len(pieces))]
         chunk = max(1, block // CYCLE_FILES)
-        source = self._stream_frames(pieces, chunk, cycle=CYCLE_FILES)
-        parts: list[tuple[Frames, None]] = []
+        active: list[Iterator[RecordBatch]] = []
+        parts: list[RecordBatch] = []
         have = 0
         try:
-            for frames in source:
-                parts.append((frames, None))
-                have += len(frames)
-                if have >= block:
-                    yield gather(self._files, parts)
-                    parts, have = [], 0
+            while pending or active:
+                while pending and len(active) < CYCLE_FILES:
+                    active.append(self._file_records(*pending.pop(0), chunk))
+                for source in list(active):
+                    part = next(source, None)
+                    if part is None:
+                        active.remove(source)
+                        continue
+                    parts.append(part)
+                    have += len(part)
+                    if have >= block:
+                        yield concat_batches(parts)
+                        parts, have = [], 0
             if parts:
-                yield gather(self._files, parts)
+                yield concat_batches(parts)
         finally:
-            source.close()
+            for source in active:
+                source.close()
 
     def _full(self, batches: Iterator[RecordBatch], batch_size: int) -> Iterator[RecordBatch]:
         """The batches, except that with on_error="skip" / "warn" a batch short of damaged

@@ -233,7 +233,6 @@ class LocatedBatch(RecordBatch):
 
     locs: np.ndarray | None = None
     files: Files | None = None
-    order: np.ndarray | None = None  # rows to take after decoding (shuffle=N mixes within)
 
     def where(self, row: int) -> tuple[str, int]:
         if self.locs is None or self.files is None:
@@ -411,15 +410,3 @@ def _ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
     total = int(count.sum())
     shift = np.repeat(first - (np.cumsum(count) - count), count)
     return np.arange(total, dtype=np.int64) + shift
-
-
-def frames_of(batch: RecordBatch, locs: np.ndarray) -> Frames:
-    """Payloads (already CRC-checked by the reader) framed again, so stream reads and
-    file reads meet in one form."""
-    n = len(batch)
-    offsets = batch.offsets - batch.offsets[0]
-    data = batch.data[batch.offsets[0] : batch.offsets[-1]]
-    out = np.empty(int(offsets[-1]) + 16 * n, np.uint8)
-    framing.frame_payloads(np.ascontiguousarray(data), np.ascontiguousarray(offsets), out)
-    starts = offsets[:-1] + 16 * np.arange(n, dtype=np.int64)
-    return Frames(out, starts, np.diff(offsets), locs, checked=True)

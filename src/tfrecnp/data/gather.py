@@ -14,7 +14,7 @@ from .._core import framing
 from .._util.text import format_count
 from ..errors import SALVAGE_HINT, CorruptRecordError, CorruptRecordWarning
 from ..format.reader import RecordBatch
-from .files import Files, Frames, LocatedBatch, frames_of, read_span
+from .files import Files, Frames, LocatedBatch, read_span
 
 
 def gather_range(files: Files, a: int, b: int) -> RecordBatch:
@@ -103,8 +103,6 @@ def rebatch(parts: Iterable[RecordBatch], batch_size: int) -> Iterator[RecordBat
     pending: list[RecordBatch] = []
     count = 0
     for part in parts:
-        if count or len(part) != batch_size:
-            part = in_order(part)
         while len(part):
             take = min(batch_size - count, len(part))
             pending.append(slice_batch(part, 0, take) if take < len(part) else part)
@@ -117,20 +115,6 @@ def rebatch(parts: Iterable[RecordBatch], batch_size: int) -> Iterator[RecordBat
                 pending, count = [], 0
     if pending:
         yield concat_batches(pending)
-
-
-def in_order(batch: RecordBatch) -> RecordBatch:
-    """A shuffle pool's batch (rows grouped by chunk, `order` to apply after decoding) with
-    its rows moved into that order, so it can be cut; other batches as they are."""
-    order = getattr(batch, "order", None)
-    if order is None:
-        return batch
-    frames = frames_of(batch, batch.locs)
-    lengths = frames.lengths[order]
-    data = np.empty(int(lengths.sum()), np.uint8)
-    offsets = np.empty(len(order) + 1, np.int64)
-    framing.gather_payloads(frames.buf, frames.starts[order], lengths, data, offsets, False, 0)
-    return LocatedBatch(data, offsets, (), frames.locs[order], batch.files)
 
 
 def slice_batch(batch: RecordBatch, start: int, stop: int) -> RecordBatch:
