@@ -4,21 +4,22 @@ A Dataset is a view of a range of records of some files, decoded with one spec:
 
 - ``len(ds)`` counts records from an index of frame offsets: a header-only scan that seeks
   over payloads, or the files' ``.idx`` sidecars (compressed files are decompressed once).
-- ``ds[i]`` is one record (``{name: value}``); ``ds[a:b]`` and ``ds[[i, j, k]]`` are batches
-  (``{name: column}``). They read just those records with ``os.preadv``, so they need
-  uncompressed files (`RandomAccessError` otherwise).
-- ``ds.batches(n)`` streams batches; reading and decoding run ahead in two background
-  threads, at most ``prefetch`` batches deep each, so memory is bounded by batch size times
-  prefetch, never by the dataset. ``shuffle=True`` permutes the whole index (uncompressed
-  files); ``shuffle=N`` draws each batch from a buffer of N records fed from the files in
-  turn (any file). Both are deterministic for a given seed.
+- ``ds[i]`` is one record (``{name: value}``); ``ds[a:b]``, ``ds[[i, j, k]]`` and
+  ``ds.__getitems__([i, j, k])`` (PyTorch's batched fetch) are batches. They read just those
+  records with positioned reads, so they need uncompressed files (`RandomAccessError`
+  otherwise).
+- ``ds.batches(n)`` serves batches as views of decoded blocks (`tfrecnp.data.blocks`): a
+  background thread reads and decodes about 4 MiB at a time, ``prefetch`` blocks ahead, so
+  memory is bounded by the block size times prefetch, never by the dataset. ``shuffle=True``
+  permutes every record (uncompressed files); ``shuffle=N`` draws records through a pool of
+  N fed from up to 8 files in turn (any file). Both are deterministic for a given seed.
 - ``select``, ``shard`` and ``take`` return narrower views; ``to_numpy`` decodes everything
   after checking the size against a memory budget; ``save`` streams everything into .npy,
   .npz, HDF5 or Zarr (`tfrecnp.arrays.sinks`).
 
-Records stay in their TFRecord frames until a batch is formed: a batch is gathered from
-frame buffers by the compiled core, which checks each payload's CRC in the same pass as the
-copy. Errors name the file, the record's number in it and its byte offset.
+A pass over a whole dataset streams its files and needs no index; views and reads by
+position use the index. Payload CRCs are checked as records are copied out of their frames,
+and errors name the file, the record's number in it and its byte offset.
 """
 
 from __future__ import annotations
