@@ -702,3 +702,17 @@ def test_getitems_reads_a_batch_of_records_in_one_call(plain):
     assert [r["label"] for r in records[1:3]] == cols["label"][[2, 299]].tolist()
     with pytest.raises(IndexError, match="record 300 out of range"):
         ds.__getitems__([1, 300])
+
+
+def test_a_too_long_row_is_named_in_shuffled_batches_too(data):
+    paths, cols = data
+    lengths = cols["tokens"].lengths
+    longest = int(np.argmax(lengths))
+    pad = {"tokens": int(lengths[longest]) - 1}  # only the longest rows are too long
+    too_long = np.flatnonzero(lengths > pad["tokens"])
+    with pytest.raises(tn.SchemaError, match=r"has a row of \d+ values at \S+ record \d+") as e:
+        list(tn.open(paths, SPEC).batches(16, shuffle=100, seed=2, pad=pad))
+    named = re.search(r"at (\S+) record (\d+)", str(e.value))
+    file, number = named.group(1), int(named.group(2))
+    global_id = number if file.endswith("a.tfrecord") else number + N_A
+    assert global_id in too_long.tolist()  # the record named is one that is too long

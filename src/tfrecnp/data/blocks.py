@@ -155,17 +155,35 @@ def shuffle_blocks(
 
 
 def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, rng) -> Block:
-    """The rows (ids[k], rows[k]) of the held blocks, in a random order: one take per block
-    that holds some, joined, then one permutation."""
+    """The rows (ids[k], rows[k]) of the held blocks, in a random order. Dense columns are
+    gathered straight into their place in the output (one copy); the others are gathered
+    per block, joined, and put in order."""
+    n = len(ids)
+    place = rng.permutation(n)  # where each picked row goes in the output
     order = np.argsort(ids, kind="stable")
-    ids, rows = ids[order], rows[order]
-    cuts = np.flatnonzero(np.diff(ids)) + 1
-    parts = [
-        held[int(group_ids[0])].take(group_rows)
-        for group_ids, group_rows in zip(np.split(ids, cuts), np.split(rows, cuts), strict=True)
-    ]
-    joined = concat_blocks(parts)
-    return joined.take(rng.permutation(joined.n))
+    cuts = np.flatnonzero(np.diff(ids[order])) + 1
+    groups = [(int(ids[g[0]]), rows[g], place[g]) for g in np.split(order, cuts) if len(g)]
+    first = held[groups[0][0]].cols if groups else {}
+    cols: Batch = {}
+    for name, sample in first.items():
+        if isinstance(sample, np.ndarray):
+            out = np.empty((n, *sample.shape[1:]), sample.dtype)
+            for bid, r, p in groups:
+                out[p] = held[bid].cols[name][r]
+            cols[name] = out
+        else:
+            joined = concat_columns([take_column(held[bid].cols[name], r) for bid, r, _ in groups])
+            placed = np.concatenate([p for _, _, p in groups])
+            cols[name] = take_column(joined, np.argsort(placed))
+    picked = np.argsort(place)  # output row -> which pick it is
+    wheres = {bid: b.where for bid, b in held.items()}
+    known = all(w is not None for w in wheres.values())
+
+    def where(r: int) -> str:
+        k = int(picked[r])
+        return wheres[int(ids[k])](int(rows[k]))  # type: ignore[misc]
+
+    return Block(cols, n, where=where if known else None)
 
 
 def map_blocks(blocks: Iterable[Any], fn: Callable[[Any], Block]) -> Iterator[Block]:

@@ -361,7 +361,7 @@ class Dataset:
         else:
             pieces = list(self._file_pieces())
         pending = [pieces[i] for i in rng.permutation(len(pieces))]
-        chunk = max(1, block // CYCLE_FILES)
+        chunk = max(1, block // min(CYCLE_FILES, len(pending)))  # one file: whole blocks
         active: list[Iterator[RecordBatch]] = []
         parts: list[RecordBatch] = []
         have = 0

@@ -155,13 +155,13 @@ class BytesColumn:
         return BytesColumn._trusted(self.data[_ranges(starts, lengths)], offsets)
 
     def __iter__(self) -> Iterator[bytes]:
-        data = self.data
-        bounds = self.offsets.tolist()
-        for k in range(len(bounds) - 1):
-            yield data[bounds[k] : bounds[k + 1]].tobytes()
+        return iter(self.to_list())
 
     def to_list(self) -> list[bytes]:
-        return list(self)
+        # one copy of the buffer as bytes, then slices made in C: no Python loop per value
+        raw = self.data.tobytes()
+        bounds = self.offsets.tolist()
+        return list(map(raw.__getitem__, map(slice, bounds[:-1], bounds[1:])))
 
     def to_numpy(self) -> np.ndarray:
         """An object ndarray of bytes, one per value."""
