@@ -154,3 +154,27 @@ def test_bytes_column_checks_its_buffers():
         col[2]
     with pytest.raises(IndexError, match="row index out of range for 2 rows"):
         col.take([5])
+
+
+def test_the_core_gather_of_byte_ranges_checks_every_range():
+    from tfrecnp._core import framing
+
+    src = np.frombuffer(b"abcdefghij", np.uint8)
+    out = np.zeros(6, np.uint8)
+    starts, lengths = np.array([8, 0, 3], np.int64), np.array([2, 1, 3], np.int64)
+    assert framing.gather_ranges(src, starts, lengths, out) == 6
+    assert out.tobytes() == b"ij" + b"a" + b"def"
+    out[:] = 0  # scattered: each range to its own place
+    framing.gather_ranges(src, starts, lengths, out, np.array([4, 3, 0], np.int64))
+    assert out.tobytes() == b"def" + b"a" + b"ij"
+    bad = [
+        (np.array([9], np.int64), np.array([2], np.int64), None),  # past the source's end
+        (np.array([-1], np.int64), np.array([1], np.int64), None),  # before its start
+        (np.array([0], np.int64), np.array([-3], np.int64), None),  # a negative length
+        (np.array([0], np.int64), np.array([7], np.int64), None),  # more than out holds
+        (np.array([0], np.int64), np.array([2], np.int64), np.array([5], np.int64)),
+        (np.array([0], np.int64), np.array([1 << 62], np.int64), None),  # absurd length
+    ]
+    for s, n, at in bad:
+        with pytest.raises(ValueError, match=r"does not fit the source or output"):
+            framing.gather_ranges(src, s, n, out, at)

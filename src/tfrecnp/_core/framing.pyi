@@ -30,6 +30,13 @@ def gather_payloads(
     check_crc: bool = True,
     base: int = 0,
 ) -> int: ...
+def gather_ranges(
+    src: Buffer,
+    starts: Int64s,
+    lengths: Int64s,
+    out: NDArray[np.uint8],
+    out_starts: Int64s | None = None,
+) -> int: ...
 def find_frame(buf: Buffer, pos: int) -> tuple[Any, ...]: ...
 def frame_payloads(payloads: Buffer, offsets: Int64s, out: NDArray[np.uint8]) -> int: ...
 def gather_frames(

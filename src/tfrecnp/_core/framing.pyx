@@ -358,6 +358,41 @@ def frame_payloads(const uint8_t[::1] payloads, const int64_t[::1] offsets, uint
     return o
 
 
+def gather_ranges(const uint8_t[::1] src, const int64_t[::1] starts,
+                  const int64_t[::1] lengths, uint8_t[::1] out,
+                  const int64_t[::1] out_starts=None) -> int:
+    """Copy src[starts[k]:starts[k] + lengths[k]] for every k into out: back to back, or at
+    out_starts[k] when given (a scatter). The gather of variable-length values (bytes
+    columns, payloads) in one pass without the GIL.
+
+    Every range must lie inside src and inside out; returns the bytes copied.
+    """
+    cdef Py_ssize_t n = starts.shape[0], k, o = 0, room = out.shape[0], total = 0
+    cdef Py_ssize_t size = src.shape[0]
+    cdef int64_t a = 0, length = 0
+    cdef bint invalid = False, placed = out_starts is not None
+    if lengths.shape[0] != n or (placed and out_starts.shape[0] != n):
+        raise ValueError("starts, lengths and out_starts differ in length")
+    cdef const uint8_t *s = &src[0] if size else NULL
+    cdef uint8_t *d = &out[0] if room else NULL
+    with nogil:
+        for k in range(n):
+            a = starts[k]
+            length = lengths[k]
+            if placed:
+                o = out_starts[k]
+            if a < 0 or length < 0 or length > size - a or o < 0 or length > room - o:
+                invalid = True
+                break
+            if length:
+                memcpy(d + o, s + a, length)
+            o += length
+            total += length
+    if invalid:
+        raise ValueError(f"range {k} ({a}, {length} bytes) does not fit the source or output")
+    return total
+
+
 def gather_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t want, uint8_t[::1] out,
                   Py_ssize_t used, int64_t[::1] offsets, Py_ssize_t first,
                   bint check_crc=True, bint stream=False) -> tuple:

@@ -24,7 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from ..example.columns import Column, concat_columns, slice_column, take_column
+from .._core import framing
+from ..example.columns import BytesColumn, Column, concat_columns, slice_column, take_column
+from ..format.reader import RecordBatch
 
 Batch = dict[str, Column]
 
@@ -35,13 +37,13 @@ BLOCK_RECORDS = (1, 1 << 16)  # ... but at least / at most this many records per
 @dataclass(frozen=True)
 class Block:
     """Decoded records: `cols` holds `n` rows of each feature; `nbytes`, the payload bytes
-    they were decoded from (for progress lines); where(row), the row's file and record
-    number, for messages."""
+    they were decoded from (for progress lines); where(row), the row's (file, record
+    number), for messages."""
 
     cols: Batch
     n: int
     nbytes: int = 0
-    where: Callable[[int], str] | None = None
+    where: Callable[[int], tuple[str, int]] | None = None
 
     def rows(self, a: int, b: int) -> Batch:
         return {name: slice_column(col, a, b) for name, col in self.cols.items()}
@@ -68,7 +70,7 @@ def concat_blocks(blocks: list[Block]) -> Block:
     firsts = np.cumsum([0, *[b.n for b in blocks]])
     wheres = [b.where for b in blocks]
 
-    def where(r: int) -> str:
+    def where(r: int) -> tuple[str, int]:
         k = int(np.searchsorted(firsts, r, side="right")) - 1
         return wheres[k](r - int(firsts[k]))  # type: ignore[misc]
 
@@ -154,6 +156,30 @@ def shuffle_blocks(
         yield _gather(held, live_b, live_r, rng)
 
 
+def shuffle_records(
+    batches: Iterable[RecordBatch], buffer: int, rng: np.random.Generator
+) -> Iterator[RecordBatch]:
+    """Record payloads in a random order drawn through a pool of `buffer` records (see
+    shuffle_blocks): records are shuffled before they are decoded, as tf.data shuffles
+    serialized records, so each is copied once in the pool and decoded once."""
+    blocks = (
+        Block({"": BytesColumn._trusted(b.data, b.offsets)}, len(b), where=b.where) for b in batches
+    )
+    for block in shuffle_blocks(blocks, buffer, rng):
+        payloads = block.cols[""]
+        yield PlacedBatch(payloads.data, payloads.offsets, place=block.where)
+
+
+@dataclass(frozen=True)
+class PlacedBatch(RecordBatch):
+    """Payloads drawn from many batches: place(row) names each row's file and record."""
+
+    place: Callable[[int], tuple[str, int]] | None = None
+
+    def where(self, row: int) -> tuple[str, int]:
+        return self.place(row) if self.place is not None else super().where(row)
+
+
 def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, rng) -> Block:
     """The rows (ids[k], rows[k]) of the held blocks, in a random order. Dense columns are
     gathered straight into their place in the output (one copy); the others are gathered
@@ -171,6 +197,19 @@ def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, rng) -> B
             for bid, r, p in groups:
                 out[p] = held[bid].cols[name][r]
             cols[name] = out
+        elif isinstance(sample, BytesColumn):  # values copied once, straight into place
+            lengths = np.empty(n, np.int64)
+            for bid, r, p in groups:
+                o = held[bid].cols[name].offsets
+                lengths[p] = o[r + 1] - o[r]
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum(lengths, out=offsets[1:])
+            data = np.empty(int(offsets[-1]), np.uint8)
+            for bid, r, p in groups:
+                col = held[bid].cols[name]
+                starts = col.offsets[r]
+                framing.gather_ranges(col.data, starts, lengths[p], data, offsets[p])
+            cols[name] = BytesColumn._trusted(data, offsets)
         else:
             joined = concat_columns([take_column(held[bid].cols[name], r) for bid, r, _ in groups])
             placed = np.concatenate([p for _, _, p in groups])
@@ -179,7 +218,7 @@ def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, rng) -> B
     wheres = {bid: b.where for bid, b in held.items()}
     known = all(w is not None for w in wheres.values())
 
-    def where(r: int) -> str:
+    def where(r: int) -> tuple[str, int]:
         k = int(picked[r])
         return wheres[int(ids[k])](int(rows[k]))  # type: ignore[misc]
 

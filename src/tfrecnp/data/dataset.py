@@ -45,7 +45,7 @@ from ..example.infer import infer_spec
 from ..example.spec import Sequence, as_spec, spec_from_json
 from ..format.paths import Paths, expand_paths
 from ..format.reader import RecordBatch, RecordReader
-from .blocks import Block, block_records, serve, shuffle_blocks
+from .blocks import Block, block_records, serve, shuffle_records
 from .files import (
     LOC_BITS,
     Files,
@@ -427,11 +427,12 @@ class Dataset:
             else:
                 raw = self._stream_batches(block)
             try:
-                blocks: Iterable[Block] = (
-                    Block(decode(r, threads), len(r), int(r.offsets[-1]), _describe(r)) for r in raw
+                batches: Iterable[RecordBatch] = raw
+                if shuffle is not True and shuffle:  # shuffle payloads, then decode
+                    batches = shuffle_records(raw, int(shuffle), rng)
+                blocks = (
+                    Block(decode(r, threads), len(r), int(r.offsets[-1]), r.where) for r in batches
                 )
-                if shuffle is not True and shuffle:
-                    blocks = shuffle_blocks(blocks, int(shuffle), rng)
                 for b in blocks:
                     yield b if then is None else Block(then(b.cols, b.where), b.n, b.nbytes)
             finally:
@@ -660,14 +661,6 @@ class Records(abc.Sequence):
 
     def __repr__(self) -> str:
         return f"Records({self._n} records: {', '.join(self.columns)})"
-
-
-def _describe(batch: RecordBatch) -> Callable[[int], str]:
-    def where(row: int) -> str:
-        path, record = batch.where(row)
-        return f"{path} record {record}"
-
-    return where
 
 
 def _row_values(col: Any) -> list:

@@ -90,7 +90,7 @@ def padder(
                 "of that name; select it away or rename one of them"
             )
 
-    def apply(cols: Batch, where: Callable[[int], str] | None = None) -> Batch:
+    def apply(cols: Batch, where: Callable[[int], tuple[str, int]] | None = None) -> Batch:
         out: dict[str, Any] = {}
         for name, col in cols.items():
             if name in wanted and isinstance(col, Ragged):
@@ -109,7 +109,7 @@ def padder(
 
 def _too_long(name: str, length: int, lens: np.ndarray, where: Callable | None) -> SchemaError:
     r = int(np.flatnonzero(lens > length)[0])
-    at = f" at {where(r)}" if where is not None else ""
+    at = " at {} record {}".format(*where(r)) if where is not None else ""
     return SchemaError(
         f"feature {name!r} has a row of {int(lens[r])} values{at}, longer than the "
         f"{length} that pad={{{name!r}: {length}}} gives it (TensorFlow's padded_batch "

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core import framing
 from ..errors import SchemaError
 
 __all__ = ["BytesColumn", "Column", "Ragged", "concat_columns", "take_column"]
@@ -152,7 +153,9 @@ class BytesColumn:
         starts, lengths = self.offsets[idx], self.offsets[idx + 1] - self.offsets[idx]
         offsets = np.zeros(len(idx) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        return BytesColumn._trusted(self.data[_ranges(starts, lengths)], offsets)
+        data = np.empty(int(offsets[-1]), np.uint8)
+        framing.gather_ranges(np.ascontiguousarray(self.data), starts, lengths, data)
+        return BytesColumn._trusted(data, offsets)
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.to_list())
