@@ -335,6 +335,14 @@ class Ragged:
         )
         return [flat[splits[k] : splits[k + 1]] for k in range(len(splits) - 1)]
 
+    def to_numpy(self) -> np.ndarray:
+        """An object ndarray of the rows (each an ndarray), like a tf.RaggedTensor's
+        .numpy(); to_padded() gives one dense array instead."""
+        out = np.empty(len(self), dtype=object)
+        for k, row in enumerate(self):
+            out[k] = row
+        return out
+
     def to_padded(self, length: int | None = None, value: Any = 0) -> np.ndarray:
         """A dense [n, length, *inner_shape] array: rows cut to length (default: the longest
         row) and padded with value. Bytes values give an object array padded with b""."""
@@ -444,7 +452,13 @@ def check_lengths(lengths: Mapping[str, int], what: str = "columns") -> int:
 
 class _LazyColumn:
     """A variable-length column still on disk (HDF5 / Zarr): values plus n + 1 splits.
-    [i] -> one row, [a:b] -> rows read from the store; [:] loads the whole column."""
+
+    It answers what the in-memory kinds answer (the column protocol: len, [i], [a:b],
+    iteration, lengths, to_list, to_numpy, ==; to_padded for Ragged), reading from the
+    store only what each call needs: [i] and [a:b] read those rows, iteration reads
+    ITER_ROWS rows at a time, and the whole-column calls read the column once."""
+
+    ITER_ROWS = 4096
 
     def __init__(self, values: Any, splits: Any):
         self.values = values
@@ -468,6 +482,31 @@ class _LazyColumn:
 
     def _rows(self, values: Any, splits: np.ndarray) -> Any:
         raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Any]:
+        for a in range(0, len(self), self.ITER_ROWS):
+            yield from self[a : a + self.ITER_ROWS]
+
+    @property
+    def lengths(self) -> np.ndarray:
+        return np.diff(np.asarray(self._splits[:], np.int64))
+
+    def to_list(self) -> list:
+        return self[:].to_list()
+
+    def to_numpy(self) -> np.ndarray:
+        return self[:].to_numpy()
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.to_numpy()
+        return out if dtype is None else out.astype(dtype)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, _LazyColumn):
+            other = other[:]
+        return self[:] == other
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({len(self)} rows)"
@@ -499,3 +538,6 @@ class LazyRagged(_LazyColumn):
         if not isinstance(values, (Ragged, BytesColumn)):
             values = np.asarray(values)
         return Ragged(values, splits)
+
+    def to_padded(self, length: int | None = None, value: Any = 0) -> np.ndarray:
+        return self[:].to_padded(length, value)
