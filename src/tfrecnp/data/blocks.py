@@ -124,10 +124,10 @@ def shuffle_blocks(
     from the whole pool, gathered per column from the blocks that hold them and put in a
     random order. The rest of the pool leaves, shuffled, at the end.
 
-    The pool is a list of decoded blocks plus the (block, row) of every row still in it;
-    a block is dropped once none of its rows remain, and the pool is copied into one block
-    only when the blocks held grow past twice what it needs, so each row is copied about
-    twice however large the buffer."""
+    The pool is a list of blocks plus the (block, row) of every row still in it; a block is
+    dropped once none of its rows remain. When the blocks held grow past twice what the
+    pool needs, the rows left in mostly emptied blocks are copied into one new block, so a
+    row is copied about twice however large the buffer."""
     held: dict[int, Block] = {}
     live_b = np.empty(0, np.int64)  # block id of each row in the pool
     live_r = np.empty(0, np.int64)  # its row in that block
@@ -143,17 +143,26 @@ def shuffle_blocks(
             continue
         leave = rng.permutation(len(live_b))
         out, keep = leave[: len(live_b) - buffer], leave[len(live_b) - buffer :]
-        yield _gather(held, live_b[out], live_r[out], rng)
+        yield _gather(held, live_b[out], live_r[out], rng.permutation(len(out)))
         live_b, live_r = live_b[keep], live_r[keep]
-        for gone in set(held) - set(np.unique(live_b).tolist()):
-            del held[gone]
+        ids, counts = np.unique(live_b, return_counts=True)
+        held = {int(i): held[int(i)] for i in ids}  # blocks emptied are dropped
         if sum(b.n for b in held.values()) > 2 * buffer + block.n:  # compact the pool
-            held = {next_id: _gather(held, live_b, live_r, rng)}
-            live_b = np.full(len(live_r), next_id, np.int64)
-            live_r = np.arange(len(live_r), dtype=np.int64)
+            sizes = np.array([held[int(i)].n for i in ids])
+            sparse = ids[counts * 2 < sizes]  # blocks less than half full
+            if not len(sparse):
+                continue
+            move = np.isin(live_b, sparse)
+            kept = int(move.sum())
+            merged = _gather(held, live_b[move], live_r[move], np.arange(kept))
+            for i in sparse.tolist():
+                del held[i]
+            held[next_id] = merged
+            live_b[move] = next_id
+            live_r[move] = np.arange(kept)
             next_id += 1
     if len(live_b):
-        yield _gather(held, live_b, live_r, rng)
+        yield _gather(held, live_b, live_r, rng.permutation(len(live_b)))
 
 
 def shuffle_records(
@@ -180,12 +189,11 @@ class PlacedBatch(RecordBatch):
         return self.place(row) if self.place is not None else super().where(row)
 
 
-def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, rng) -> Block:
-    """The rows (ids[k], rows[k]) of the held blocks, in a random order. Dense columns are
-    gathered straight into their place in the output (one copy); the others are gathered
+def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, place: np.ndarray) -> Block:
+    """The rows (ids[k], rows[k]) of the held blocks, row k at place[k] of the output.
+    Dense and bytes columns are copied once, straight into place; the others are gathered
     per block, joined, and put in order."""
     n = len(ids)
-    place = rng.permutation(n)  # where each picked row goes in the output
     order = np.argsort(ids, kind="stable")
     cuts = np.flatnonzero(np.diff(ids[order])) + 1
     groups = [(int(ids[g[0]]), rows[g], place[g]) for g in np.split(order, cuts) if len(g)]
