@@ -364,3 +364,31 @@ def test_zero_width_fixed_len_matches_tensorflow(tf, tmp_path):
         ours = tn.read(path, spec)["s"]
         assert ours.shape == tuple(theirs["s"].shape) == (3, 0), dtype
         assert ours.dtype == (object if dtype == "S1" else np.dtype(dtype))
+
+
+def test_fixed_length_sequence_features_as_tensorflow_gives_them(tf, tmp_path):
+    """FixedLenSequenceFeature([3]) in a SequenceExample: a Ragged of rows of 3 (padded:
+    [batch, T, 3]), equal to tf.io.parse_sequence_example; TensorFlow's own spec objects
+    are taken as they are, in a tn.Sequence or as the (context, sequence) pair."""
+    F = tf.train
+    rng = np.random.default_rng(0)
+    path = str(tmp_path / "seq.tfrecord")
+    steps = [1, 3, 0, 2, 3, 1]
+    with tf.io.TFRecordWriter(path) as w:
+        for i, t in enumerate(steps):
+            feature = [F.Feature(float_list=F.FloatList(value=rng.random(3))) for _ in range(t)]
+            lists = F.FeatureLists(feature_list={"pts": F.FeatureList(feature=feature)})
+            ctx = F.Features(feature={"id": F.Feature(int64_list=F.Int64List(value=[i]))})
+            w.write(F.SequenceExample(context=ctx, feature_lists=lists).SerializeToString())
+    context = {"id": tf.io.FixedLenFeature([], tf.int64)}
+    sequence = {"pts": tf.io.FixedLenSequenceFeature([3], tf.float32, allow_missing=True)}
+    serialized = [r.numpy() for r in tf.data.TFRecordDataset(path)]
+    _, theirs, lengths = tf.io.parse_sequence_example(serialized, context, sequence)
+    for spec in (tn.Sequence(context, sequence), (context, sequence)):
+        ds = tn.open(path, spec)
+        assert ds.spec.sequence == {"pts": tn.FixedLen((3,), "float32")}
+        ours = next(ds.batches(len(steps)))["pts"]
+        assert isinstance(ours, tn.Ragged) and ours.inner_shape == (3,)
+        assert ours.lengths.tolist() == lengths["pts"].numpy().tolist() == steps
+        padded = next(ds.batches(len(steps), pad={"pts": None}))
+        assert np.array_equal(padded["pts"], theirs["pts"].numpy())

@@ -384,7 +384,7 @@ class Sequence:
         self, context: Mapping[str, Any] | None = None, sequence: Mapping[str, Any] | None = None
     ):
         self.context = as_spec(dict(context or {}), _where="Sequence context")
-        self.sequence = as_spec(dict(sequence or {}), _where="Sequence sequence")
+        self.sequence = as_spec(dict(sequence or {}), _where="Sequence sequence", _steps=True)
         for name, f in self.sequence.items():
             if isinstance(f, FixedLen) and f.default is not None:
                 raise ValueError(f"sequence feature {name!r}: a sequence feature takes no default")
@@ -574,16 +574,21 @@ def spec_from_tf(
     return Sequence(context, seq)
 
 
-def as_spec(spec: Any, *, _where: str = "spec") -> Spec:
-    """Check a spec and convert TensorFlow feature objects in it; returns a dict or Sequence."""
+def as_spec(spec: Any, *, _where: str = "spec", _steps: bool = False) -> Spec:
+    """Check a spec and convert TensorFlow feature objects in it; returns a dict or Sequence.
+
+    A pair (context, sequence) of dicts, as tf.io.parse_sequence_example takes them, is a
+    Sequence; _steps: the features are per step (a Sequence's sequence features)."""
     if isinstance(spec, Sequence):
         return spec
     if isinstance(spec, (str, bytes)):
         return spec_from_json(spec)
+    if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(d, Mapping) for d in spec):
+        return Sequence(*spec)
     if not isinstance(spec, Mapping):
         raise TypeError(
-            f"{_where} must be a dict of name -> feature or a tn.Sequence, "
-            f"not {type(spec).__name__}"
+            f"{_where} must be a dict of name -> feature, a tn.Sequence, or a pair (context, "
+            f"sequence) of dicts, not {type(spec).__name__}"
         )
     out: dict[str, Feature] = {}
     for name, f in spec.items():
@@ -592,7 +597,7 @@ def as_spec(spec: Any, *, _where: str = "spec") -> Spec:
         if isinstance(f, Feature):
             out[name] = f
         elif _is_tf_feature(f):
-            out[name] = _tf_feature(name, f, sequence=False)
+            out[name] = _tf_feature(name, f, sequence=_steps)
         else:
             raise TypeError(
                 f"{_where}: feature {name!r} is {f!r}; expected tn.FixedLen, tn.VarLen, "
