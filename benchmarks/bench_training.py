@@ -171,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench_training", description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="passes per case (median)")
     parser.add_argument("--quick", action="store_true", help="small files, for a smoke run")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="which files (default: all)")
     parser.add_argument("--side", nargs=4, help=argparse.SUPPRESS)
     parser.add_argument("--write", nargs=3, help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args(argv)
@@ -187,8 +188,8 @@ def main(argv: list[str] | None = None) -> int:
         "Training-shaped reading: records/s of the path users call, tfrecnp against "
         "TensorFlow's best pipeline on the same TF-written files (medians)"
     )
-    for kind, n in KINDS.items():
-        n = n // 10 if args.quick else n
+    for kind in args.kinds.split(","):
+        n = KINDS[kind] // 10 if args.quick else KINDS[kind]
         path = _path(kind, args.quick)
         if not path.exists():
             subprocess.run(

@@ -178,3 +178,15 @@ def test_the_core_gather_of_byte_ranges_checks_every_range():
     for s, n, at in bad:
         with pytest.raises(ValueError, match=r"does not fit the source or output"):
             framing.gather_ranges(src, s, n, out, at)
+
+
+def test_bytes_to_numpy_keeps_every_byte_of_equal_width_values():
+    # values of one width take NumPy's fast path; trailing and leading NULs must survive
+    values = [b"ab\x00", b"\x00cd", b"xyz", b"\x00\x00\x00"]
+    col = tn.BytesColumn.from_list(values)
+    out = col.to_numpy()
+    assert out.dtype == object and out.tolist() == values
+    assert all(type(v) is bytes for v in out)
+    assert col[1:3].to_numpy().tolist() == values[1:3]  # a view with offsets not at 0
+    mixed = tn.BytesColumn.from_list([b"a", b"", b"xyz"])
+    assert mixed.to_numpy().tolist() == [b"a", b"", b"xyz"]
