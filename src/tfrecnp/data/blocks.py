@@ -10,17 +10,17 @@ records were skipped or a file of a compressed stream ended). Python work is per
 not per batch, and never per record; the hand-off between threads is one queue item per
 block.
 
-Shuffling with a buffer (`shuffle=N`) also works on decoded blocks: each incoming block
-joins the pool of N records, a random permutation of the union picks the block's worth
-of records to emit (one gather per column) and the rest stay. Every record is emitted
-once, the order is a pure function of the seed, and memory is the pool plus one block.
+Shuffling with a buffer (`shuffle=N`) works on blocks of serialized records, as tf.data's
+buffer does: each incoming block joins a pool of N records, a block's worth leaves, drawn
+uniformly from the whole pool and copied once into place by the core, and is decoded as a
+block. Every record is emitted once, the order is a pure function of the seed, and memory
+is the pool plus a block or two.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -47,11 +47,6 @@ class Block:
 
     def rows(self, a: int, b: int) -> Batch:
         return {name: slice_column(col, a, b) for name, col in self.cols.items()}
-
-    def take(self, indices: np.ndarray) -> Block:
-        cols = {name: take_column(col, indices) for name, col in self.cols.items()}
-        where = self.where
-        return Block(cols, len(indices), where=where and (lambda r: where(int(indices[r]))))
 
 
 def block_records(batch_size: int, mean_record_bytes: float) -> int:
@@ -231,8 +226,3 @@ def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, place: np
         return wheres[int(ids[k])](int(rows[k]))  # type: ignore[misc]
 
     return Block(cols, n, where=where if known else None)
-
-
-def map_blocks(blocks: Iterable[Any], fn: Callable[[Any], Block]) -> Iterator[Block]:
-    for item in blocks:
-        yield fn(item)
