@@ -14,6 +14,7 @@ import shutil
 import threading
 
 import numpy as np
+import protowire as pw
 import pytest
 import tensorflow as tf
 
@@ -716,3 +717,39 @@ def test_a_too_long_row_is_named_in_shuffled_batches_too(data):
     file, number = named.group(1), int(named.group(2))
     global_id = number if file.endswith("a.tfrecord") else number + N_A
     assert global_id in too_long.tolist()  # the record named is one that is too long
+
+
+def test_raw_with_a_varying_first_axis_is_dense_per_batch_like_tensorflow(tmp_path):
+    """tn.Raw('float32', shape=(-1, 3)) gives what decode_raw + reshape + batch gives: a
+    dense [n, m, 3] array for a batch whose records hold the same number of rows, and a
+    Ragged only for a batch whose records differ (where TensorFlow's batch() refuses)."""
+    rng = np.random.default_rng(4)
+    rows = [3] * 64 + [2, 5] * 16 + [3] * 32  # batches of 32: uniform, uniform, mixed, uniform
+    arrays = [rng.random((m, 3), dtype=np.float32) for m in rows]
+    path = tmp_path / "raw.tfrecord"
+    with tn.RecordWriter(path) as w:
+        for i, a in enumerate(arrays):
+            w.write(pw.simple_example({"r": (pw.BYTES, [a.tobytes()]), "i": (pw.INT64, [i])}))
+    spec = {"r": tn.Raw("float32", shape=(-1, 3)), "i": tn.FixedLen((), "int64")}
+    ds = tn.open(path, spec)
+    batches = list(ds.batches(32))
+    theirs = (
+        tf.data.TFRecordDataset(str(path))
+        .map(lambda s: tf.reshape(tf.io.decode_raw(tf.io.parse_single_example(
+            s, {"r": tf.io.FixedLenFeature([], tf.string)})["r"], tf.float32), [-1, 3]))
+        .batch(32)
+    )  # fmt: skip
+    first_two = [b.numpy() for b in theirs.take(2)]
+    assert all(isinstance(b["r"], np.ndarray) for b in batches[:2])
+    for ours, want in zip(batches[:2], first_two, strict=True):
+        assert ours["r"].shape == (32, 3, 3) and np.array_equal(ours["r"], want)
+    assert isinstance(batches[2]["r"], tn.Ragged)
+    assert batches[2]["r"].lengths.tolist() == rows[64:96]
+    assert np.array_equal(batches[2]["r"].values, np.concatenate(arrays[64:96]))
+    assert np.array_equal(batches[3]["r"], np.stack(arrays[96:]))  # uniform again: dense
+    with pytest.raises(tf.errors.InvalidArgumentError):
+        list(theirs)  # TensorFlow cannot batch the mixed ones at all
+    # one "batch" of everything: mixed sizes, so Ragged; a uniform view, dense
+    assert isinstance(ds.to_numpy()["r"], tn.Ragged)
+    assert np.array_equal(ds.take(64).to_numpy()["r"], np.stack(arrays[:64]))
+    assert np.array_equal(ds[[0, 5, 9]]["r"], np.stack([arrays[k] for k in (0, 5, 9)]))

@@ -40,7 +40,7 @@ from .._util.threads import run_ahead
 from ..arrays.sinks import ArraySink, output_format
 from ..errors import CorruptRecordError, MemoryBudgetError, TFRecordError
 from ..example.columns import BytesColumn, Column, Ragged, concat_columns
-from ..example.decode import Decoder
+from ..example.decode import Decoder, dense_when_uniform
 from ..example.infer import infer_spec
 from ..example.spec import Sequence, as_spec, spec_from_json
 from ..format.paths import Paths, expand_paths
@@ -214,7 +214,8 @@ class Dataset:
             a, b, step = index.indices(stop - start)
             if step == 1:
                 self._files.require_seek(f"ds[{index.start}:{index.stop}]")
-                return self._decode(gather_range(self._files, start + a, start + max(a, b)))
+                raw = gather_range(self._files, start + a, start + max(a, b))
+                return self._as_batch(self._decode(raw))
             return self._read_ids(start + np.arange(a, b, step, dtype=np.int64), "ds[a:b:step]")
         idx = np.asarray(index)
         n = len(self)
@@ -235,6 +236,11 @@ class Dataset:
         idx = np.where(idx < 0, idx + n, idx)
         return self._read_ids(self._start + idx, "ds[[...]]")
 
+    def _as_batch(self, cols: Batch) -> Batch:
+        """A decoded block as a user's batch: tn.Raw columns of one size per record dense."""
+        dense = dense_when_uniform(self.spec)
+        return dense(cols) if dense else cols
+
     def __getitems__(self, indices: abc.Sequence[int]) -> Records:
         """The records at these positions, read and decoded in one call: the batched fetch
         PyTorch's DataLoader uses on map-style datasets. Returns a list of records (each
@@ -244,7 +250,9 @@ class Dataset:
     def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
         self._files.require_seek(what)
         self._files.index()
-        return self._decode(gather(self._files, [(read_rows(self._files, ids), None)]))
+        return self._as_batch(
+            self._decode(gather(self._files, [(read_rows(self._files, ids), None)]))
+        )
 
     # -- record sources ------------------------------------------------------------------------
 
@@ -484,6 +492,12 @@ class Dataset:
         shuffle = shuffle if isinstance(shuffle, bool) else int(shuffle)
         pad_rows, per_block = padder(self.spec, pad, truncate=truncate)
         batch_size = int(batch_size)
+        steps = [f for f in (None if per_block else pad_rows, dense_when_uniform(self.spec)) if f]
+
+        def finish(cols: Batch) -> Batch:
+            for step in steps:
+                cols = step(cols)
+            return cols
 
         def generate() -> Iterator[Batch]:
             block = block_records(batch_size, self._mean_record_bytes())
@@ -495,8 +509,9 @@ class Dataset:
                 prefetch=prefetch,
                 then=pad_rows if per_block else None,
             )
-            finish = None if per_block else pad_rows
-            yield from serve(blocks, batch_size, drop_remainder=drop_remainder, finish=finish)
+            yield from serve(
+                blocks, batch_size, drop_remainder=drop_remainder, finish=finish if steps else None
+            )
 
         return generate()
 
@@ -599,7 +614,7 @@ class Dataset:
                 result[name] = out[name][:row]
             else:
                 result[name] = concat_columns(parts[name])
-        return result
+        return self._as_batch(result)
 
     def _column_order(self, out: dict, parts: dict) -> list[str]:
         names = [n for n in feature_names(self.spec) if n in out or n in parts]

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..example.columns import concat_columns
-from ..example.decode import CPUS, Batch, Decoder, executor
+from ..example.decode import CPUS, Batch, Decoder, dense_when_uniform, executor
 from ..example.infer import infer_spec
 from ..example.spec import Spec
 from ..format.paths import Paths
@@ -44,7 +44,9 @@ def read(
     parts = list(_pipelined(reader.batches(size), decoder.decode))
     if not parts:
         parts = [decoder.decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))]
-    return {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
+    cols = {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
+    dense = dense_when_uniform(decoder.spec)
+    return dense(cols) if dense else cols
 
 
 def batch_size(paths: Paths, *, compression: str | None = "auto") -> int:

@@ -620,8 +620,41 @@ def decode(
     payloads: RecordBatch | Sequence[bytes], spec: Spec | Any, *, threads: int | None = None
 ) -> Batch:
     """Decode serialized tf.train.Example (or SequenceExample, with a tn.Sequence spec)
-    payloads into {name: column}. For many batches, build one Decoder and reuse it."""
-    return Decoder(spec).decode(payloads, threads=threads)
+    payloads into {name: column}, as one batch: a tn.Raw with a varying first axis is a
+    dense array when every record has the same size (see `dense_when_uniform`). For many
+    batches, build one Decoder and reuse it."""
+    decoder = Decoder(spec)
+    cols = decoder.decode(payloads, threads=threads)
+    dense = dense_when_uniform(decoder.spec)
+    return dense(cols) if dense else cols
+
+
+def dense_when_uniform(spec: Spec) -> Callable[[Batch], Batch] | None:
+    """For a spec with tn.Raw features whose first axis varies (shape None or (-1, ...)):
+    a function that makes such a column of one batch a dense [n, m, ...] array when every
+    record of the batch holds the same number of rows, as decode_raw + reshape + batch
+    gives in TensorFlow; records of different sizes stay a Ragged. Decoder.decode always
+    gives the Ragged (a block of a dataset is not a user's batch); None if there are none."""
+    features = spec.context if isinstance(spec, SequenceSpec) else spec
+    names = [name for name, f in features.items() if isinstance(f, Raw) and f.ragged]
+    if not names:
+        return None
+
+    def apply(cols: Batch) -> Batch:
+        out = cols
+        for name in names:
+            col = cols.get(name)
+            if not isinstance(col, Ragged) or not isinstance(col.values, np.ndarray):
+                continue
+            splits = col.row_splits
+            n = len(splits) - 1
+            width = int(splits[1] - splits[0]) if n else 0
+            if n and int(splits[-1] - splits[0]) == width * n and np.all(np.diff(splits) == width):
+                rows = col.values[int(splits[0]) : int(splits[-1])]
+                out = {**out, name: rows.reshape(n, width, *rows.shape[1:])}
+        return out
+
+    return apply
 
 
 # --- survey: what the records hold, for schema inference ------------------------------
