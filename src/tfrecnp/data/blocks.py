@@ -167,7 +167,8 @@ def shuffle_records(
     shuffle_blocks): records are shuffled before they are decoded, as tf.data shuffles
     serialized records, so each is copied once in the pool and decoded once."""
     blocks = (
-        Block({"": BytesColumn._trusted(b.data, b.offsets)}, len(b), where=b.where) for b in batches
+        Block({"": BytesColumn._trusted(b.data, b.offsets)}, len(b), where=b.locator())
+        for b in batches
     )
     for block in shuffle_blocks(blocks, buffer, rng):
         payloads = block.cols[""]
@@ -182,6 +183,9 @@ class PlacedBatch(RecordBatch):
 
     def where(self, row: int) -> tuple[str, int]:
         return self.place(row) if self.place is not None else super().where(row)
+
+    def locator(self) -> Callable[[int], tuple[str, int]]:
+        return self.place if self.place is not None else super().locator()
 
 
 def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, place: np.ndarray) -> Block:

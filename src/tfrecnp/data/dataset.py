@@ -439,7 +439,8 @@ class Dataset:
                 if shuffle is not True and shuffle:  # shuffle payloads, then decode
                     batches = shuffle_records(raw, int(shuffle), rng)
                 blocks = (
-                    Block(decode(r, threads), len(r), int(r.offsets[-1]), r.where) for r in batches
+                    Block(decode(r, threads), len(r), int(r.offsets[-1]), r.locator())
+                    for r in batches
                 )
                 for b in blocks:
                     yield b if then is None else Block(then(b.cols, b.where), b.n, b.nbytes)

@@ -17,7 +17,7 @@ import itertools
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -239,6 +239,12 @@ class LocatedBatch(RecordBatch):
             return super().where(row)
         path, record, _ = self.files.where(int(self.locs[row]))
         return path, record
+
+    def locator(self) -> Callable[[int], tuple[str, int]]:
+        if self.locs is None or self.files is None:
+            return super().locator()
+        files, locs = self.files, self.locs
+        return lambda row: files.where(int(locs[row]))[:2]
 
 
 def read_at(fh, view: memoryview, offset: int) -> int:

@@ -17,12 +17,13 @@ whole frame checks (length CRC and payload CRC) and records what it skipped in
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import sys
 import warnings
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -106,10 +107,12 @@ class RecordBatch:
 
     def where(self, row: int) -> tuple[str, int]:
         """(path, record index in that file) of row `row` of this batch."""
-        for first, path, record in reversed(self.origins):
-            if row >= first:
-                return path, record + row - first
-        return "<memory>", row
+        return _locate(self.origins, row)
+
+    def locator(self) -> Callable[[int], tuple[str, int]]:
+        """`where` without the batch: it holds the rows' origins, not their bytes, so what
+        keeps it (a decoded block naming its records) does not keep the payloads alive."""
+        return functools.partial(_locate, self.origins)
 
     def slice(self, start: int, stop: int) -> RecordBatch:
         """Rows start..stop as a view on the same buffer (no copy)."""
@@ -137,6 +140,13 @@ class RecordBatch:
             rows += len(b)
             base += int(b.offsets[-1])
         return cls(data, np.concatenate(offsets), tuple(origins))
+
+
+def _locate(origins: tuple, row: int) -> tuple[str, int]:
+    for first, path, record in reversed(origins):
+        if row >= first:
+            return path, record + row - first
+    return "<memory>", row
 
 
 class _Stream:
