@@ -681,11 +681,14 @@ class Records(abc.Sequence):
 
 def _row_values(col: Any) -> list:
     """A column's rows as a list, for iterating records: NumPy scalars and row views for
-    arrays, bytes for bytes columns, per-row values for the others."""
+    arrays, bytes for bytes columns, value views for flat Ragged, per-row values else."""
     if isinstance(col, np.ndarray):
         return list(col)
     if isinstance(col, BytesColumn):
         return col.to_list()
+    if isinstance(col, Ragged) and isinstance(col.values, np.ndarray):
+        values, splits = col.values, col.row_splits.tolist()
+        return [values[a:b] for a, b in itertools.pairwise(splits)]
     return list(col)
 
 
