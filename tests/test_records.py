@@ -64,14 +64,16 @@ def corpus(tf_write, tmp_path_factory):
 def _check_batches(reader_batches, payloads, n):
     batches = list(reader_batches)
     got = []
-    for i, batch in enumerate(batches):
+    # every batch holds n records but the last, which holds the rest
+    sizes = [n] * (len(payloads) // n) + ([len(payloads) % n] if len(payloads) % n else [])
+    assert [len(batch) for batch in batches] == sizes
+    for batch, start in zip(batches, range(0, len(payloads), n), strict=True):
         assert isinstance(batch, tn.RecordBatch)
         assert batch.data.dtype == np.uint8 and batch.offsets.dtype == np.int64
-        assert batch.offsets[0] == 0 and batch.offsets[-1] == len(batch.data)
-        assert len(batch) == (n if i < len(batches) - 1 else len(batch))
-        assert 1 <= len(batch) <= n
+        part = payloads[start : start + n]
+        ends = np.cumsum([0] + [len(p) for p in part]).tolist()
+        assert batch.offsets.tolist() == ends and len(batch.data) == ends[-1]
         got.extend(batch)
-    assert len(batches) == -(-len(payloads) // n)
     assert got == payloads
 
 
@@ -449,7 +451,9 @@ def test_scan_uses_a_valid_sidecar(corpus, tmp_path, ref):
         f.write(bytes([byte[0] ^ 0xFF]))
     with pytest.raises(tn.CorruptRecordError):
         tn.scan_file(local, use_index=False)
-    assert len(tn.scan_file(local)) == len(payloads)
+    index = tn.scan_file(local)
+    assert index.offsets.tolist() == starts
+    assert index.lengths.tolist() == [len(p) for p in payloads]
     assert tn.count_records(local) == len(payloads)
 
 
