@@ -9,6 +9,7 @@ written, and a change of the input between the two passes is caught.
 from __future__ import annotations
 
 import numpy as np
+import protowire as pw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -105,27 +106,33 @@ def test_random_schemas_match_tensorflow_bytes(tf, case):
     assert ours(columns, n) == tf_examples(tf, _transpose(columns, n))
 
 
-def test_strides_equal_explicit_splits():
-    """Row and value strides (no split / offset arrays) give the same bytes as arrays."""
+def test_strides_match_tensorflow_bytes(tf):
+    """Row and value strides (no split / offset arrays) give TensorFlow's bytes, as the
+    explicit arrays do."""
     n, k = 5, 3
     values = np.arange(n * k, dtype=np.float32)
     raw = np.arange(n * 8, dtype=np.uint8)
-    strided = encode.encode_examples(
+    rows = [
+        {
+            "f": ("float", values[i * k : (i + 1) * k].tolist()),
+            "r": ("bytes", [raw[i * 8 : (i + 1) * 8].tobytes()]),
+        }
+        for i in range(n)
+    ]
+    expected = tf_examples(tf, rows)
+    for feats in (
         [
             (b"f", encode.FLOAT, values, None, 0, None, k),
             (b"r", encode.BYTES, raw, None, 8, None, 1),
         ],
-        n,
-    )
-    explicit = encode.encode_examples(
         [
             (b"f", encode.FLOAT, values, None, 0, np.arange(n + 1) * k, 0),
             (b"r", encode.BYTES, raw, np.arange(n + 1) * 8, 0, np.arange(n + 1), 0),
         ],
-        n,
-    )
-    assert strided[0].tobytes() == explicit[0].tobytes()
-    assert np.array_equal(strided[1], explicit[1])
+    ):
+        data, offsets = encode.encode_examples(feats, n)
+        assert offsets.tolist() == np.cumsum([0] + [len(e) for e in expected]).tolist()
+        assert data.tobytes() == b"".join(expected)
 
 
 def test_zero_records():
@@ -135,17 +142,21 @@ def test_zero_records():
     assert len(data) == 0 and offsets.tolist() == [0]
 
 
+SPLITS = "row splits decrease or point past the values"
+OFFSETS = "value offsets decrease or point past the bytes"
+
+
 @pytest.mark.parametrize(
-    ("splits", "voff", "code"),
+    ("splits", "voff", "code", "row", "reason"),
     [
-        ([0, 2, 1], None, encode.BAD_SPLITS),  # decreasing
-        ([0, 1, 4], None, encode.BAD_SPLITS),  # past the 3 values
-        ([-1, 1, 2], None, encode.BAD_SPLITS),
-        ([0, 1, 3], [0, 2, 1, 3], encode.BAD_OFFSETS),  # value 1 ends before it starts
-        ([0, 1, 3], [0, 1, 2, 9], encode.BAD_OFFSETS),  # past the 3 bytes
+        ([0, 2, 1], None, encode.BAD_SPLITS, 1, SPLITS),  # decreasing
+        ([0, 1, 4], None, encode.BAD_SPLITS, 1, SPLITS),  # past the 3 values
+        ([-1, 1, 2], None, encode.BAD_SPLITS, 0, SPLITS),
+        ([0, 1, 3], [0, 2, 1, 3], encode.BAD_OFFSETS, 1, OFFSETS),  # value 1 ends before start
+        ([0, 1, 3], [0, 1, 2, 9], encode.BAD_OFFSETS, 1, OFFSETS),  # past the 3 bytes
     ],
 )
-def test_bad_splits_and_offsets_are_caught_before_writing(splits, voff, code):
+def test_bad_splits_and_offsets_are_caught_before_writing(splits, voff, code, row, reason):
     voff = np.array(voff if voff is not None else [0, 1, 2, 3], np.int64)
     feats = [
         (b"a", encode.INT64, np.arange(2, dtype=np.int64), None, 0, None, 1),
@@ -153,9 +164,8 @@ def test_bad_splits_and_offsets_are_caught_before_writing(splits, voff, code):
     ]
     with pytest.raises(encode.EncodeError) as info:
         encode.encode_examples(feats, 2)
-    assert info.value.code == code
-    assert info.value.feature == 1
-    assert str(info.value).startswith(info.value.reason)
+    assert (info.value.code, info.value.row, info.value.feature) == (code, row, 1)
+    assert str(info.value) == f"{reason} (row {row}, feature 1)"
 
 
 def test_batch_rejects_buffers_of_the_wrong_shape():
@@ -165,7 +175,8 @@ def test_batch_rejects_buffers_of_the_wrong_shape():
         encode.Batch([(b"x", encode.FLOAT, np.zeros(3), None, 0, None, 1)], 3)
     batch = encode.Batch([(b"x", encode.INT64, np.zeros(3, np.int64), None, 0, None, 1)], 3)
     batch.measure(0, 3)
-    size = batch.finish()
+    size = 3 * len(pw.simple_example({"x": (pw.INT64, [0])}))
+    assert batch.finish() == size
     with pytest.raises(ValueError, match=f"output holds {size + 1} bytes, the batch needs {size}"):
         batch.fill(np.empty(size + 1, np.uint8), 0, 3)
     with pytest.raises(ValueError, match=r"rows 2\.\.5 outside 0\.\.3"):
@@ -197,18 +208,19 @@ def test_record_of_2_gib_is_refused(tmp_path):
     del big
 
 
-def test_rows_can_be_measured_and_filled_in_pieces():
-    """Disjoint row ranges (as threads would take them) give the same bytes as one call."""
+def test_rows_can_be_measured_and_filled_in_pieces(tf):
+    """Disjoint row ranges (as threads would take them) give TensorFlow's bytes."""
     values = np.arange(100, dtype=np.int64) * 1000
     feats = [(b"v", encode.INT64, values, None, 0, None, 4)]
-    whole, _ = encode.encode_examples(feats, 25)
+    rows = [{"v": ("int", values[i * 4 : (i + 1) * 4].tolist())} for i in range(25)]
+    whole = b"".join(tf_examples(tf, rows))
     batch = encode.Batch(feats, 25)
     for a, b in ((0, 10), (10, 11), (11, 25)):
         batch.measure(a, b)
     out = np.empty(batch.finish(), np.uint8)
     for a, b in ((11, 25), (0, 10), (10, 11)):
         batch.fill(out, a, b)
-    assert out.tobytes() == whole.tobytes()
+    assert out.tobytes() == whole
 
 
 def test_index_lines():
