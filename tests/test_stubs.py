@@ -67,3 +67,72 @@ def test_function_signatures_match(name):
         assert real == _params(node), f"{name}.{fname}: stub {_params(node)} vs {real}"
         checked += 1
     assert checked >= 2
+
+
+INSTANCES = {"EncodeError": lambda cls: cls(0, 1, 2)}
+
+
+def _classes(name: str):
+    module = importlib.import_module(f"tfrecnp._core.{name}")
+    for cname, node in _stub_names(_stub(name)).items():
+        if isinstance(node, ast.ClassDef):
+            yield getattr(module, cname), node
+
+
+def _own_members(cls: type) -> set[str]:
+    """Public names a compiled class adds to its bases (its methods and attributes)."""
+    inherited = set().union(*(dir(base) for base in cls.__mro__[1:]))
+    return {n for n in dir(cls) if not n.startswith("_") and n not in inherited}
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_classes_name_the_same_members(name):
+    """Methods are methods in both; a compiled `cdef readonly` attribute (a getset
+    descriptor: it cannot be assigned) is a read-only @property in the stub."""
+    checked = 0
+    for cls, node in _classes(name):
+        stub = {
+            n.name: n
+            for n in node.body
+            if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")
+        }
+        stub_attrs = {
+            n.target.id
+            for n in node.body
+            if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+        }
+        real = _own_members(cls)
+        if cls.__name__ in INSTANCES:  # attributes a Python __init__ sets
+            real |= {n for n in vars(INSTANCES[cls.__name__](cls)) if not n.startswith("_")}
+        assert real == set(stub) | stub_attrs, f"{name}.{cls.__name__}"
+        for member in real:
+            value = inspect.getattr_static(cls, member, None)
+            if type(value).__name__ == "getset_descriptor":
+                decorators = [getattr(d, "id", "") for d in stub[member].decorator_list]
+                assert decorators == ["property"], f"{name}.{cls.__name__}.{member}"
+            elif callable(value):
+                sig = inspect.signature(value)
+                real_params = [
+                    (p.name, p.kind.name, p.default is not inspect.Parameter.empty)
+                    for p in sig.parameters.values()
+                ]
+                assert real_params == _params(stub[member]), f"{name}.{cls.__name__}.{member}"
+                checked += 1
+            else:  # an instance or plain class attribute
+                assert member in stub_attrs
+    if name == "encode":
+        assert checked == 3  # Batch.measure, finish, fill
+
+
+def test_python_level_initialisers_match():
+    """EncodeError is a Python class: its __init__ has a signature to hold the stub to
+    (the cdef classes take theirs in __cinit__, which Python does not report)."""
+    from tfrecnp._core import encode
+
+    node = dict((c.__name__, n) for c, n in _classes("encode"))["EncodeError"]
+    init = next(n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+    real = [
+        (p.name, p.kind.name, p.default is not inspect.Parameter.empty)
+        for p in inspect.signature(encode.EncodeError.__init__).parameters.values()
+    ]
+    assert real == _params(init)

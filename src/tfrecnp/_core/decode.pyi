@@ -30,7 +30,8 @@ SCHEMA_CODES: dict[int, str]
 class Plan:
     """A spec compiled for the core."""
 
-    nfeat: int
+    @property
+    def nfeat(self) -> int: ...
     def __init__(
         self,
         names: list[bytes],
@@ -52,8 +53,8 @@ def scan(
     offsets: Int64s,
     lo: int,
     hi: int,
-    table: NDArray[np.int64],
-    totals: NDArray[np.int64],
+    table: NDArray[np.int64],  # (records, nfeat, ROW_FIELDS)
+    totals: NDArray[np.int64],  # (nfeat, 4)
 ) -> tuple[int, int, int, int]: ...
 def fill(
     plan: Plan,
@@ -62,7 +63,7 @@ def fill(
     lo: int,
     hi: int,
     table: NDArray[np.int64],
-    outs: list[Any],
+    outs: list[tuple[Any, ...]],
     bases: NDArray[np.int64],
 ) -> int: ...
 def survey(

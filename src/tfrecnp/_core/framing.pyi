@@ -1,7 +1,5 @@
 """TFRecord framing, compiled: CRC32C, frame walks, payload gathers (buffers in and out)."""
 
-from typing import Any
-
 import numpy as np
 from numpy.typing import NDArray
 
@@ -37,7 +35,7 @@ def gather_ranges(
     out: NDArray[np.uint8],
     out_starts: Int64s | None = None,
 ) -> int: ...
-def find_frame(buf: Buffer, pos: int) -> tuple[Any, ...]: ...
+def find_frame(buf: Buffer, pos: int) -> tuple[int, int]: ...
 def frame_payloads(payloads: Buffer, offsets: Int64s, out: NDArray[np.uint8]) -> int: ...
 def gather_frames(
     buf: Buffer,
@@ -49,4 +47,4 @@ def gather_frames(
     first: int,
     check_crc: bool = True,
     stream: bool = False,
-) -> tuple[Any, ...]: ...
+) -> tuple[int, int, int, int, int, int, int]: ...
