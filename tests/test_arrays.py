@@ -101,6 +101,7 @@ def test_npz_members(tmp_path, save):
         tmp_path / "d.npz", tmp_path / "y.tfrecord", key="y", feature="label", progress=False
     )
     assert spec == {"label": tn.FixedLen((), "int16")}
+    assert tn.read(paths, spec)["label"].tolist() == y.tolist()
 
 
 def test_npz_key_and_feature_errors(tmp_path):
@@ -147,6 +148,10 @@ def test_hdf5_all_datasets_and_one_key(tf, tmp_path):
         path, tmp_path / "one.tfrecord", key="/meta/label", encoding="raw", progress=False
     )
     assert spec == {"meta/label": tn.Raw("int64", shape=())}
+    raw = [r.numpy() for r in tf.data.TFRecordDataset(paths)]
+    parsed = tf.io.parse_example(raw, {"meta/label": tf.io.FixedLenFeature([], tf.string)})
+    labels = tf.io.decode_raw(parsed["meta/label"], tf.int64).numpy()
+    assert labels.reshape(-1).tolist() == [3, 1, 4, 1, 5]
     with pytest.raises(KeyError, match="has no dataset 'meta' \\(found a group\\); datasets: "):
         tn.convert(path, tmp_path / "x.tfrecord", key="meta", progress=False)
 
