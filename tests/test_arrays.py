@@ -297,7 +297,8 @@ def test_mismatched_lengths(tmp_path):
         (
             tn.Ragged(tn.Ragged(np.arange(3), [0, 1, 3]), [0, 1, 2]),
             "feature 'z' is a Ragged of Ragged rows, which one Example feature cannot hold; "
-            "flatten the inner rows (or use a uniform inner shape)",
+            "write it as a SequenceExample feature list with sequence=['z'], or flatten the "
+            "inner rows",
         ),
         (
             b"not a column",

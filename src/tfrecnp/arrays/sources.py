@@ -98,8 +98,11 @@ class ArraySource:
     array-like (np.memmap, h5py.Dataset, zarr.Array, or a streamed .npz member) that
     supports ``len``/``shape``/``dtype`` and row slices ``col[a:b]``."""
 
-    def __init__(self, path: str, fmt: str, columns: dict[str, Any], closers: list):
+    def __init__(
+        self, path: str, fmt: str, columns: dict[str, Any], closers: list, spec: Any = None
+    ):
         self.path = path
+        self.spec = spec  # the manifest's spec, for what Dataset.save wrote
         self.format = fmt
         self.columns = columns
         self._closers = closers
@@ -172,7 +175,7 @@ def open_arrays(
     keys = [key] if isinstance(key, str) else (list(key) if key is not None else None)
     closers: list = []
     try:  # every handle opened so far is closed if a later member fails
-        columns = _open_columns(path, fmt, keys, closers)
+        columns, spec = _open_columns(path, fmt, keys, closers)
         if not columns:
             raise ValueError(f"{path} holds no arrays with at least one axis")
         if feature is not None:
@@ -182,18 +185,23 @@ def open_arrays(
                     f"({', '.join(columns)}); pick one with key="
                 )
             columns = {feature: next(iter(columns.values()))}
-        return ArraySource(path, fmt, columns, closers)
+        return ArraySource(path, fmt, columns, closers, spec)
     except BaseException:
         for close in closers:
             close()
         raise
 
 
-def _open_columns(path: str, fmt: str, keys: list[str] | None, closers: list) -> dict[str, Any]:
+def _open_columns(path: str, fmt: str, keys: list[str] | None, closers: list) -> tuple:
+    """(columns, the manifest's spec or None)."""
     saved = _saved_by_tfrecnp(path, fmt)
     if saved is not None:  # what Dataset.save wrote: ragged and bytes columns come back whole
         closers.append(saved.close)
-        return {n: saved[n] for n in _pick(list(saved), keys, path)}
+        return {n: saved[n] for n in _pick(list(saved), keys, path)}, saved.spec
+    return _open_plain(path, fmt, keys, closers), None
+
+
+def _open_plain(path: str, fmt: str, keys: list[str] | None, closers: list) -> dict[str, Any]:
     if fmt == "npy":
         if keys is not None:
             raise ValueError(f"{path} is a .npy file holding one array; it takes no key")

@@ -49,6 +49,9 @@ def convert_arrays(
             "folder of .npy files)"
         )
     with open_arrays(src, key=key, feature=feature) as source:
+        # a saved SequenceExample dataset is written back as one: its feature lists stay lists
+        spec = source.spec if feature is None else None
+        sequence = [n for n in getattr(spec, "sequence", {}) if n in source.columns]
         return write(
             dst,
             source.columns,
@@ -58,6 +61,7 @@ def convert_arrays(
             index=index,
             progress=progress,
             verify=verify,
+            sequence=sequence,
         )
 
 

@@ -52,7 +52,8 @@ from ..format.compression import normalize_compression
 from ..format.reader import RecordReader
 from ..format.writer import RecordWriter, check_index_option
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged, check_lengths
-from .spec import FixedLen, Raw, VarLen
+from .spec import FixedLen, Raw, Sequence, VarLen
+from .write_sequence import SequenceColumn, encode_sequence_examples
 
 __all__ = ["WriteResult", "Writer", "write"]
 
@@ -345,10 +346,11 @@ class _RaggedColumn(_Column):
         self.n = len(col)
         values = col.values
         self.splits = col.row_splits
-        if isinstance(values, Ragged):
+        if isinstance(values, (Ragged, LazyRagged)):
             raise SchemaError(
                 f"feature {name!r} is a Ragged of Ragged rows, which one Example feature "
-                "cannot hold; flatten the inner rows (or use a uniform inner shape)"
+                "cannot hold; write it as a SequenceExample feature list with "
+                f"sequence=[{name!r}], or flatten the inner rows"
             )
         total = int(self.splits[-1]) if len(self.splits) else 0
         if isinstance(values, (BytesColumn, LazyBytes)):
@@ -418,6 +420,8 @@ def _column(name: Any, col: Any, raw: bool) -> _Column:
             raise SchemaError(f"feature {name!r} holds bytes; encoding='raw' applies to numbers")
         return _BytesValues(name, col)
     if isinstance(col, LazyRagged):  # HDF5 / Zarr output of Dataset.save, read in slices
+        if isinstance(col.values, LazyRagged):
+            return _RaggedColumn(name, Ragged._trusted(col.values, np.asarray(col.row_splits)))
         return _column(name, Ragged(col.values, np.asarray(col.row_splits)), raw)
     if isinstance(col, (list, tuple)):
         col = _from_rows(name, col)
@@ -506,7 +510,9 @@ def key_order(key: bytes) -> tuple[int, ...]:
     return (*key, 256)
 
 
-def _prepare(columns: Mapping[str, Any], encoding: Any) -> tuple[list[_Column], int]:
+def _prepare(
+    columns: Mapping[str, Any], encoding: Any, sequence: frozenset = frozenset()
+) -> tuple[list[_Column], int]:
     if not isinstance(columns, Mapping):
         raise TypeError(
             f"columns must be a dict of feature name -> column, not {type(columns).__name__}"
@@ -514,7 +520,18 @@ def _prepare(columns: Mapping[str, Any], encoding: Any) -> tuple[list[_Column], 
     if not columns:
         raise ValueError("no columns to write: pass a dict of feature name -> column")
     raw = _encodings(encoding, columns)
-    cols = [_column(name, col, raw[name]) for name, col in columns.items()]
+    missing = sorted(set(sequence) - set(columns))
+    if missing:
+        raise KeyError(
+            f"sequence names feature {missing[0]!r}, which is not among the columns "
+            f"({', '.join(map(repr, columns))})"
+        )
+    cols = [
+        SequenceColumn(name, col, _column, raw[name])
+        if name in sequence
+        else _column(name, col, raw[name])
+        for name, col in columns.items()
+    ]
     n = check_lengths({c.name: c.n for c in cols})
     cols.sort(key=lambda c: key_order(c.key))
     return cols, n
@@ -550,8 +567,12 @@ class Writer(CloseOrAbort):
         index: bool = False,
         progress: bool = True,
         verify: bool = False,
+        sequence: Iterable[str] | None = None,
     ):
         self.path = os.fspath(path)
+        if isinstance(sequence, str):
+            raise TypeError(f"sequence takes a list of column names, not a str ({sequence!r})")
+        self.sequence = frozenset(sequence or ())
         if self.path.endswith(os.sep) or os.path.isdir(self.path):
             raise IsADirectoryError(
                 f"{self.path} is a folder; give a file name such as "
@@ -591,15 +612,20 @@ class Writer(CloseOrAbort):
     # public --------------------------------------------------------------------------
 
     @property
-    def spec(self) -> dict:
-        """The spec that reads back what was written so far: {name: FixedLen | VarLen | Raw}."""
-        return {name: self._descs[name].spec() for name in sorted(self._descs)}
+    def spec(self) -> dict | Sequence:
+        """The spec that reads back what was written so far: {name: FixedLen | VarLen | Raw},
+        or a tn.Sequence when some columns were written as feature lists."""
+        spec = {name: self._descs[name].spec() for name in sorted(self._descs)}
+        if not self.sequence:
+            return spec
+        context = {k: v for k, v in spec.items() if k not in self.sequence}
+        return Sequence(context, {k: v for k, v in spec.items() if k in self.sequence})
 
     def write_batch(self, columns: Mapping[str, Any]) -> None:
         """Append one record per row of the columns (a dict of equal-length columns)."""
         self._check_open()
         self._flush_examples()
-        cols, n = _prepare(columns, self._encoding_for(columns))
+        cols, n = _prepare(columns, self._encoding_for(columns), self.sequence)
         self._write_columns(cols, n)
 
     def write_example(self, example: Mapping[str, Any]) -> None:
@@ -669,7 +695,7 @@ class Writer(CloseOrAbort):
             return
         pending, self._pending = self._pending, []
         columns = {name: [ex[name] for ex in pending] for name in pending[0]}
-        cols, n = _prepare(columns, self._encoding_for(columns))
+        cols, n = _prepare(columns, self._encoding_for(columns), self.sequence)
         self._write_columns(cols, n)
 
     def _write_columns(self, cols: list[_Column], n: int, *, track: bool = True) -> None:
@@ -701,6 +727,15 @@ class Writer(CloseOrAbort):
             a = b
 
     def _encode(self, cols: list[_Column], a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        if self.sequence:
+            lists = [c for c in cols if isinstance(c, SequenceColumn)]
+            context = [c for c in cols if not isinstance(c, SequenceColumn)]
+            return encode_sequence_examples(context, lists, a, b, self._encode_features)
+        return self._encode_features(cols, a, b)
+
+    def _encode_features(
+        self, cols: list[_Column], a: int, b: int
+    ) -> tuple[np.ndarray, np.ndarray]:
         feats = [c.feature(a, b) for c in cols]
         try:
             data, offsets = encode.encode_examples(feats, b - a, out=self._payloads)
@@ -752,9 +787,10 @@ class Writer(CloseOrAbort):
                     + "; nothing was kept"
                 )
         paths = [s.tmp for s in self._shards]
-        for cols, n in self._expected:
-            _compare_values(paths, self.spec, cols, n, self.compression)
-        if not self._expected and self.records:
+        if not self.sequence:
+            for cols, n in self._expected:
+                _compare_values(paths, self.spec, cols, n, self.compression)
+        if (self.sequence or not self._expected) and self.records:
             _decode_all(paths, self.spec, self.compression)
 
 
@@ -849,6 +885,7 @@ def write(
     index: bool = False,
     progress: bool = True,
     verify: bool = False,
+    sequence: Iterable[str] | None = None,
 ) -> WriteResult:
     """Write columns as TFRecord files of tf.train.Example, one record per row.
 
@@ -859,9 +896,14 @@ def write(
     compression: None, "GZIP" or "ZLIB". records_per_shard: split into shards named
     ``name-00000-of-00008.tfrecord``. index: write ``.idx`` sidecars (offset length per
     record). verify: re-read the files and check count, bytes and values before they
-    appear. Returns (paths, spec); spec reads the files back with tn.read / tn.open.
+    appear. sequence: names of columns written as feature lists, making each record a
+    tf.train.SequenceExample (the other columns are its context); each is a tn.Ragged of
+    steps per record, as tn.read gives for a tn.Sequence spec. Returns (paths, spec); spec
+    reads the files back with tn.read / tn.open.
     """
-    cols, n = _prepare(columns, encoding)
+    if isinstance(sequence, str):
+        raise TypeError(f"sequence takes a list of column names, not a str ({sequence!r})")
+    cols, n = _prepare(columns, encoding, frozenset(sequence or ()))
     writer = Writer(
         path,
         encoding=encoding,
@@ -870,6 +912,7 @@ def write(
         index=index,
         progress=progress,
         verify=verify,
+        sequence=sequence,
     )
     writer._progress.total = n
     try:
