@@ -241,7 +241,10 @@ def test_garbage_files(tmp_path_factory, data):
         assert (got, error) == ([], None)
         return
     assert got == [] and (error.record, error.offset) == (0, 0)
-    if len(data) < 12:
+    short_text = 8 <= len(data) < 12 and error.reason == "not a TFRecord file"
+    if short_text:  # a length field is never all text: its top bytes are zero
+        assert error.hint.startswith(("it is text", "it is JSON text"))
+    elif len(data) < 12:
         assert error.reason == (
             f"truncated: the file ends {len(data)} bytes into a 12-byte record header"
         )

@@ -38,7 +38,8 @@ def test_raw_floats_name_the_bytes_seen(tmp_path):
     error = _error(path)
     assert error.hint == (
         "its first bytes (00 00 00 00 00 00 80 3f 00 00 00 40) are not a TFRecord frame, and "
-        "no frame starts in its first 400 bytes"
+        "no frame starts in its first 400 bytes (raw numbers? np.fromfile(path, dtype) or "
+        "np.memmap read them; tn.convert writes TFRecords from a .npy)"
     )
 
 

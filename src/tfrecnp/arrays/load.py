@@ -83,7 +83,7 @@ def load(path: str | os.PathLike) -> Arrays:
         return _load_npz(path)
     if head.startswith(HDF5_MAGIC):
         return _load_hdf5(path)
-    if is_frame(head) or detect_compression(head) is not None:
+    if is_frame(head) or (detect_compression(head) is not None and what_is(path) is None):
         raise TFRecordError(
             f"{path} is a TFRecord file, not what Dataset.save writes: open it with "
             "tn.open(path), or convert it once with tn.convert(path, 'out/') and tn.load that"
@@ -303,7 +303,14 @@ def _load_zarr(path: str) -> Arrays:
         import zarr
     except ImportError:
         raise install_hint("zarr", "zarr") from None
-    group = zarr.open_group(path, mode="r")
+    try:
+        group = zarr.open_group(path, mode="r")
+    except Exception as e:  # a lone Zarr array (not a group), or not Zarr at all
+        try:
+            zarr.open_array(path, mode="r")
+        except Exception:
+            raise _not_ours(path, f"zarr cannot open it as a group: {e}") from None
+        raise _not_ours(path, "a lone Zarr array, not a group: zarr.open(path) reads it") from None
     manifest = group.attrs.get("tfrecnp")
     if manifest is None:
         raise _not_ours(path, "no 'tfrecnp' attribute on the root group")

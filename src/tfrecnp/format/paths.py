@@ -11,6 +11,7 @@ from collections.abc import Iterable
 
 from .._core import framing
 from .compression import WBITS, detect_compression
+from .sniff import what_is
 
 PathLike = str | os.PathLike
 Paths = PathLike | Iterable[PathLike]
@@ -98,6 +99,9 @@ def list_files(paths: Paths) -> tuple[list[str], list[tuple[str, str]]]:
     if not found:
         if not passed:
             raise FileNotFoundError(none)
+        kind = what_is(path) if os.path.isdir(path) else None
+        if kind is not None and kind != "it is a folder":  # a Zarr store, not a folder of shards
+            what = f"{path} {kind.removeprefix('it ')}"
         raise FileNotFoundError(f"{what}: {_nothing_left(passed)}")
     return found, passed
 

@@ -35,7 +35,9 @@ def what_is(path: str) -> str | None:
     with open(path, "rb") as f:
         head = f.read(PROBE_BYTES)
     if len(head) < 12:
-        return None  # too short to tell from a truncated TFRecord file
+        # a truncated TFRecord file, unless it is text (a short JSON file): 8 bytes of a
+        # header are a little-endian length whose top bytes are zero, so never all text
+        return _say_text(head) if len(head) >= 8 else None
     if head.startswith(NPY_MAGIC):
         return (
             "it is a .npy array file: read it with np.load(path, mmap_mode='r'), or write it "
@@ -60,18 +62,26 @@ def what_is(path: str) -> str | None:
         if len(inner) < 12 or is_frame(inner) or _frame_follows(inner):
             return None
         return f"it is {kind} data, but what it holds is not TFRecords ({_text_or_hex(inner)})"
-    text = _as_text(head)
-    if text is not None:
-        stripped = text.lstrip()
-        if stripped[:1] in ("{", "["):
-            return "it is JSON text (a dataset description?), read it with json.load"
-        return f"it is text ({stripped[:40]!r}...)"
+    said = _say_text(head)
+    if said is not None:
+        return said
     if _frame_follows(head):
         return None  # a TFRecord file whose first header is damaged
     return (
         f"its first bytes ({head[:12].hex(' ')}) are not a TFRecord frame, and no frame "
-        f"starts in its first {len(head):,} bytes"
+        f"starts in its first {len(head):,} bytes (raw numbers? np.fromfile(path, dtype) or "
+        "np.memmap read them; tn.convert writes TFRecords from a .npy)"
     )
+
+
+def _say_text(head: bytes) -> str | None:
+    text = _as_text(head)
+    if text is None:
+        return None
+    stripped = text.lstrip()
+    if stripped[:1] in ("{", "["):
+        return "it is JSON text (a dataset description?), read it with json.load"
+    return f"it is text ({stripped[:40]!r}...)"
 
 
 def _frame_follows(data: bytes) -> bool:
