@@ -159,7 +159,14 @@ def _stats(s: Survey, rows: np.ndarray, firsts: np.ndarray, where: str) -> Featu
                 stats.notes.append(f"{image} images")
         sizes = s.nbytes[rows][present]
         size = int(sizes[0])
-        if fixed and width == 1 and sizes.min() == sizes.max() >= 8 and not stats.notes:
+        text = bool(firsts) and all(f.isascii() and f.decode().isprintable() for f in firsts)
+        if (
+            fixed
+            and width == 1
+            and sizes.min() == sizes.max() >= 8
+            and not stats.notes
+            and not text
+        ):
             guess = Raw("float32", shape=(size // 4,)) if size % 4 == 0 else Raw("uint8", (size,))
             stats.notes.append(
                 f"every value is {format_count(size)} bytes: raw array bytes? e.g. "

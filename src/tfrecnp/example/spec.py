@@ -574,6 +574,15 @@ def spec_from_tf(
     return Sequence(context, seq)
 
 
+def _is_spec_json(spec: Any) -> bool:
+    """Whether spec is the parsed JSON of a spec file, or a bare mapping of feature JSON."""
+    if not isinstance(spec, Mapping) or not spec:
+        return False
+    if spec.get("format") == SPEC_FORMAT:
+        return True
+    return all(isinstance(v, Mapping) and v.get("type") in FEATURE_TYPES for v in spec.values())
+
+
 def as_spec(spec: Any, *, _where: str = "spec", _steps: bool = False) -> Spec:
     """Check a spec and convert TensorFlow feature objects in it; returns a dict or Sequence.
 
@@ -582,6 +591,8 @@ def as_spec(spec: Any, *, _where: str = "spec", _steps: bool = False) -> Spec:
     if isinstance(spec, Sequence):
         return spec
     if isinstance(spec, (str, bytes)):
+        return spec_from_json(spec)
+    if _is_spec_json(spec):  # a spec file's parsed JSON (`tfrecnp inspect --json`), as-is
         return spec_from_json(spec)
     if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(d, Mapping) for d in spec):
         return Sequence(*spec)
