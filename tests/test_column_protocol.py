@@ -58,3 +58,36 @@ def _plain(value):
     if isinstance(value, np.ndarray):
         return [_plain(v) for v in value.tolist()] if value.dtype == object else value.tolist()
     return value
+
+
+@pytest.mark.parametrize("name", ["tokens", "names", "words", "boxes"])
+def test_every_kind_picks_rows_and_describes_itself(kinds_with_boxes, name):
+    """Row lists, masks, step slices and take() give what the in-memory kind gives, and a
+    ragged column tells its dtype and inner shape whether it is on disk or in memory."""
+    ref, got = kinds_with_boxes
+    want, col = ref[name], got[name]
+    picks = [7, 2, 2, N - 1, -3]
+    assert col[picks] == want[picks] and col.take(picks) == want.take(picks)
+    mask = np.arange(N) % 3 == 0
+    assert col[mask] == want[mask]
+    assert col[::4] == want[::4] and col[[]] == want[[]]
+    assert col.dtype == want.dtype
+    if isinstance(want, tn.Ragged):
+        assert col.inner_shape == want.inner_shape
+
+
+@pytest.fixture(scope="module", params=["memory", "npy", "hdf5", "zarr"])
+def kinds_with_boxes(request, tmp_path_factory):
+    ref = _reference()
+    rng = np.random.default_rng(4)
+    lengths = rng.integers(0, 4, N)
+    ref["boxes"] = tn.Ragged.from_lengths(rng.random((lengths.sum(), 4), np.float32), lengths)
+    if request.param == "memory":
+        return ref, ref
+    path = (
+        tmp_path_factory.mktemp("picks")
+        / {"npy": "o", "hdf5": "o.h5", "zarr": "o.zarr"}[request.param]
+    )
+    paths, spec = tn.write(path.with_suffix(".tfrecord"), ref, progress=False)
+    tn.convert(paths, path, spec=spec, progress=False)
+    return ref, tn.load(path)

@@ -481,13 +481,27 @@ class _LazyColumn:
                 raise IndexError(f"row {index} out of range for {n} rows")
             return self[i : i + 1][0]
         if not isinstance(index, slice) or index.indices(n)[2] != 1:
-            raise TypeError("a lazy column reads an int or a slice with step 1; [:] loads it all")
+            if isinstance(index, slice):
+                return self.take(np.arange(*index.indices(n)))
+            return self.take(index)
         a, b, _ = index.indices(n)
         splits = np.asarray(self._splits[a : max(a, b) + 1], np.int64)
         return self._rows(self.values[int(splits[0]) : int(splits[-1])], splits - splits[0])
 
     def _rows(self, values: Any, splits: np.ndarray) -> Any:
         raise NotImplementedError
+
+    def take(self, indices: Any) -> Any:
+        """The rows at the given row numbers (or a boolean mask), as an in-memory column:
+        reads the span from the first to the last row asked for, once."""
+        n = len(self)
+        idx = _index_array(indices, n)
+        if idx is None:
+            idx = np.atleast_1d(np.asarray(indices, np.int64))
+        if not len(idx):
+            return self[0:0]
+        lo = int(idx.min())
+        return self[lo : int(idx.max()) + 1].take(idx - lo)
 
     def __iter__(self) -> Iterator[Any]:
         for a in range(0, len(self), self.ITER_ROWS):
@@ -539,6 +553,18 @@ class LazyRagged(_LazyColumn):
     @property
     def row_splits(self) -> Any:
         return self._splits
+
+    @property
+    def dtype(self) -> Any:
+        """The values' dtype ("bytes" for byte strings), as Ragged.dtype."""
+        return self.values.dtype
+
+    @property
+    def inner_shape(self) -> tuple[int, ...]:
+        """Shape of each item of a row; () for bytes or nested rows, as Ragged.inner_shape."""
+        if isinstance(self.values, (_LazyColumn, Ragged, BytesColumn)):
+            return ()
+        return tuple(int(d) for d in self.values.shape[1:])
 
     def _rows(self, values: Any, splits: np.ndarray) -> Ragged:
         if not isinstance(values, (Ragged, BytesColumn)):
