@@ -65,3 +65,17 @@ def test_the_raw_hint_passes_over_text_of_one_length(raw_file, capsys):
         "every value is 24 bytes: raw array bytes? e.g. tn.Raw('float32', shape=(6,))"
         in (rows["x"])
     )
+
+
+def test_every_command_takes_json():
+    """The README says every command takes --json: held over the parser's own command list,
+    so a new command without it fails here."""
+    import argparse
+
+    from tfrecnp.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert len(sub.choices) >= 8
+    for name, parser in sub.choices.items():
+        options = {o for a in parser._actions for o in a.option_strings}
+        assert "--json" in options, name
