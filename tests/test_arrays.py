@@ -152,8 +152,12 @@ def test_hdf5_all_datasets_and_one_key(tf, tmp_path):
     parsed = tf.io.parse_example(raw, {"meta/label": tf.io.FixedLenFeature([], tf.string)})
     labels = tf.io.decode_raw(parsed["meta/label"], tf.int64).numpy()
     assert labels.reshape(-1).tolist() == [3, 1, 4, 1, 5]
-    with pytest.raises(KeyError, match="has no dataset 'meta' \\(found a group\\); datasets: "):
-        tn.convert(path, tmp_path / "x.tfrecord", key="meta", progress=False)
+    # a group as the key: every dataset in it, named within the group
+    paths, spec = tn.convert(path, tmp_path / "g.tfrecord", key="meta", progress=False)
+    assert list(spec) == ["label"]
+    assert tn.read(paths, spec)["label"].tolist() == [3, 1, 4, 1, 5]
+    with pytest.raises(KeyError, match="has no dataset or group 'nope'; datasets: images, "):
+        tn.convert(path, tmp_path / "x.tfrecord", key="nope", progress=False)
 
 
 def test_zarr_group_and_array(tmp_path):
@@ -353,8 +357,7 @@ def test_convert_writes_tfrecords_only(tmp_path):
     np.save(tmp_path / "a.npy", np.arange(3))
     with pytest.raises(ValueError, match=r"b\.npz: array files convert to TFRecord files"):
         tn.convert(tmp_path / "a.npy", tmp_path / "b.npz")
-    with pytest.raises(tn.TFRecordError, match=r"a\.npy holds NumPy arrays, not TFRecords"):
-        tn.open(tmp_path / "a.npy")
+    assert tn.open(tmp_path / "a.npy")[:]["a"].tolist() == [0, 1, 2]  # tn.open reads it
 
 
 def test_uint64_above_int64_is_fine_raw(tmp_path):

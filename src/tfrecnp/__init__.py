@@ -21,8 +21,8 @@ _HOMES = {
     "load": "arrays.load",
     "convert": "data.convert",
     "Dataset": "data.dataset",
-    "RandomAccessError": "data.dataset",
-    "open": "data.dataset",
+    "RandomAccessError": "data.files",
+    "open": "data.opener",
     "read": "data.read",
     "CorruptRecordError": "errors",
     "CorruptRecordWarning": "errors",
@@ -116,7 +116,9 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what editors and type checkers see
     from .arrays.load import Arrays, load
     from .data.convert import convert
-    from .data.dataset import Dataset, RandomAccessError, open
+    from .data.dataset import Dataset
+    from .data.files import RandomAccessError
+    from .data.opener import open
     from .data.read import read
     from .errors import (
         CorruptRecordError,

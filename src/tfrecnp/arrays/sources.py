@@ -160,8 +160,9 @@ def open_arrays(
     """Open an array file (or folder) as named columns.
 
     key picks one dataset / member / array (or a list of them) from .npz, HDF5, Zarr and
-    .npy folders; by default all are taken. feature renames the single column (the default
-    name of a .npy file's column is its file name without .npy).
+    .npy folders (an HDF5 group: every dataset in it); by default all are taken. feature
+    renames the single column (the default name of a .npy file's column is its file name
+    without .npy).
     """
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -390,10 +391,14 @@ def _open_hdf5(path: str, keys: list[str] | None, closers: list) -> dict[str, An
         out = {}
         for k in keys:
             obj = f.get(k)
+            if isinstance(obj, h5py.Group):  # a group: every dataset in it, named within it
+                for name in _hdf5_names(obj, h5py):
+                    if obj[name].ndim >= 1:
+                        out[name] = obj[name]
+                continue
             if not isinstance(obj, h5py.Dataset):
-                found = "a group" if obj is not None else "nothing"
                 raise KeyError(
-                    f"{path} has no dataset {k!r} (found {found}); datasets: "
+                    f"{path} has no dataset or group {k!r}; datasets: "
                     f"{', '.join(_hdf5_names(f, h5py)) or 'none'}"
                 )
             if obj.ndim == 0:

@@ -125,7 +125,7 @@ def time_tensorflow(
 def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
-    from ..data.dataset import open as open_dataset
+    from ..data.opener import open as open_dataset
     from ..data.padding import feature_names
 
     compression = None if args.compression == "none" else args.compression

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._util.text import format_count, format_size
 from ..arrays.load import load
-from ..data.dataset import open as open_dataset
+from ..data.opener import open as open_dataset
 from ..example.columns import BytesColumn, Ragged, concat_columns
 from ..example.decode import Decoder
 from ..example.write import write

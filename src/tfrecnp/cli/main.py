@@ -242,7 +242,7 @@ def convert_records(args: argparse.Namespace) -> int:
     """TFRecord files -> .npy folder / .npz / HDF5 / Zarr (Dataset.save)."""
     from ..arrays.load import load
     from ..arrays.sinks import output_format
-    from ..data.dataset import open as open_dataset
+    from ..data.opener import open as open_dataset
 
     given = [f"--{o.replace('_', '-')}" for o in _ARRAY_ONLY if getattr(args, o)]
     if args.compression != "none":

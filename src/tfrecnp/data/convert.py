@@ -10,7 +10,7 @@ from typing import Any
 from ..arrays.sources import array_format, open_arrays
 from ..example.write import WriteResult, write
 from ..format.paths import Paths
-from .dataset import is_array_source, open
+from .opener import is_array_source, open
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
 

@@ -1,30 +1,28 @@
-"""A TFRecord dataset opened like a dict of NumPy columns: `tn.open(paths) -> Dataset`.
+"""A dataset opened like a dict of NumPy columns: `tn.open(...) -> Dataset`.
 
-A Dataset is a view of a range of records of some files, decoded with one spec:
+A Dataset is a view of a range of records of one source, read with one spec. The source is
+TFRecord files (`RecordDataset`, in `record_dataset`) or arrays (`ArrayDataset`, in
+`array_dataset`: .npy, .npz, HDF5, Zarr, what `save` wrote, or arrays in memory); this
+class holds everything that does not depend on which:
 
-- ``len(ds)`` counts records from an index of frame offsets: a header-only scan that seeks
-  over payloads, or the files' ``.idx`` sidecars (compressed files are decompressed once).
-- ``ds[i]`` is one record (``{name: value}``); ``ds[a:b]``, ``ds[[i, j, k]]`` and
-  ``ds.__getitems__([i, j, k])`` (PyTorch's batched fetch) are batches. They read just those
-  records with positioned reads, so they need uncompressed files (`RandomAccessError`
-  otherwise).
-- ``ds.batches(n)`` serves batches as views of decoded blocks (`tfrecnp.data.blocks`): a
-  background thread reads and decodes about 4 MiB at a time, ``prefetch`` blocks ahead, so
-  memory is bounded by the block size times prefetch, never by the dataset. ``shuffle=True``
-  permutes every record (uncompressed files); ``shuffle=N`` draws records through a pool of
-  N fed from up to 8 files in turn (any file). Both are deterministic for a given seed.
-- ``select``, ``shard`` and ``take`` return narrower views; ``to_numpy`` decodes everything
+- ``len(ds)``; ``ds[i]`` is one record (``{name: value}``); ``ds[a:b]``, ``ds[[i, j, k]]``
+  and ``ds.__getitems__([i, j, k])`` (PyTorch's batched fetch) are batches.
+- ``ds.batches(n)`` serves batches as views of blocks (`tfrecnp.data.blocks`): a
+  background thread reads (and decodes) about 4 MiB at a time, ``prefetch`` blocks ahead,
+  so memory is bounded by the block size times prefetch, never by the dataset.
+- ``select``, ``shard`` and ``take`` return narrower views; ``to_numpy`` reads everything
   after checking the size against a memory budget; ``save`` streams everything into .npy,
   .npz, HDF5 or Zarr (`tfrecnp.arrays.sinks`).
+- ``to_tf``, ``to_torch`` and grain's data-source protocol hand it to a framework
+  (`tfrecnp.adapters`).
 
-A pass over a whole dataset streams its files and needs no index; views and reads by
-position use the index. Payload CRCs are checked as records are copied out of their frames,
-and errors name the file, the record's number in it and its byte offset.
+A source provides: ``_count``, ``_view``, ``_read_span`` / ``_read_ids`` (records by
+position, as a batch), ``_source_blocks`` (blocks in file order or shuffled),
+``_mean_record_bytes``, ``estimate_nbytes`` and ``_empty``.
 """
 
 from __future__ import annotations
 
-import builtins
 import itertools
 import os
 from collections import abc
@@ -40,92 +38,92 @@ from .._util.threads import run_ahead
 from ..arrays.sinks import ArraySink, output_format
 from ..errors import CorruptRecordError, MemoryBudgetError, TFRecordError
 from ..example.columns import BytesColumn, Column, Ragged, concat_columns
-from ..example.decode import Decoder, dense_when_uniform
-from ..example.infer import infer_spec
-from ..example.spec import Sequence, as_spec, spec_from_json
-from ..format.paths import Paths, expand_paths
-from ..format.reader import RecordBatch, RecordReader
-from .blocks import Block, block_records, serve, shuffle_records
-from .files import (
-    LOC_BITS,
-    Files,
-    RandomAccessError,
-    read_record,
-    read_rows,
-    read_span,
-)
-from .gather import concat_batches, gather, gather_range, rebatch
+from ..example.decode import dense_when_uniform
+from ..example.spec import Sequence
+from .blocks import Block, block_records, serve
 from .padding import feature_names, padder
 
-__all__ = ["Dataset", "RandomAccessError", "is_array_source", "open"]
+__all__ = ["Dataset", "Records"]
 
 Batch = dict[str, Column]
 
-SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size ...
-SAMPLE_BYTES = 32 << 20  # ... or fewer, to stay within about this many payload bytes
-CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
-
-
-def _load_spec(spec: Any) -> Any:
-    if isinstance(spec, (str, os.PathLike)) and not str(spec).lstrip().startswith("{"):
-        path = os.fspath(spec)
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"no such spec file: {path}")
-        with builtins.open(path, encoding="utf-8") as f:
-            return spec_from_json(f.read())
-    return as_spec(spec)
-
 
 class Dataset:
-    """Records of TFRecord files, decoded with one spec. Made by `tn.open`; see the module
-    docstring for what it does."""
+    """Records of one source (TFRecord files or arrays) read with one spec. Made by
+    `tn.open`; see the module docstring for what it does."""
 
-    def __init__(
-        self,
-        files: Files,
-        spec: Any,
-        *,
-        start: int = 0,
-        stop: int | None = None,
-    ):
-        self._files = files
+    def __init__(self, spec: Any, *, start: int = 0, stop: int | None = None):
         self.spec = spec
         self._start = start
         self._stop = stop
-        self._decoder = None
 
-    # -- views ------------------------------------------------------------------------------
+    # -- what a source provides -----------------------------------------------------------------
+
+    def _count(self) -> int:
+        """Records in the whole source."""
+        raise NotImplementedError
 
     def _view(self, *, spec: Any = None, start: int | None = None, stop: Any = ...) -> Dataset:
-        ds = Dataset(
-            self._files,
-            self.spec if spec is None else spec,
-            start=self._start if start is None else start,
-            stop=self._stop if stop is ... else stop,
-        )
-        if spec is None:
-            ds._decoder = self._decoder
-        return ds
+        raise NotImplementedError
+
+    def _read_span(self, a: int, b: int) -> Batch:
+        """Records a..b (global numbers) as one block's columns."""
+        raise NotImplementedError
+
+    def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
+        """The records at these global numbers, in this order."""
+        raise NotImplementedError
+
+    def _record(self, i: int) -> dict[str, Any]:
+        """Record i (a global number) as {name: value}."""
+        cols = self._read_span(i, i + 1)
+        return {name: col[0] for name, col in cols.items()}
+
+    def _source_blocks(
+        self, block: int, shuffle: bool | int, rng: np.random.Generator, threads: int | None
+    ) -> Iterator[Block]:
+        """Blocks of `block` records (the last may be short) in file order, a permutation
+        (shuffle=True) or drawn through a buffer (shuffle=N)."""
+        raise NotImplementedError
+
+    def _mean_record_bytes(self) -> float:
+        raise NotImplementedError
+
+    def _whole(self) -> bool:
+        """True when this view covers every record."""
+        return self._start == 0 and self._stop is None
+
+    def _progress_totals(self) -> tuple[int | None, int | None]:
+        """(records, bytes) that a pass over this view reads, where known cheaply."""
+        return len(self), None
+
+    def _check_random_access(self, what: str) -> None:
+        """Raise when this source cannot read records by position."""
+
+    def _empty(self) -> Batch:
+        raise NotImplementedError
+
+    def estimate_nbytes(self) -> tuple[int, int]:
+        raise NotImplementedError
 
     @property
     def paths(self) -> list[str]:
         """The files, in reading order."""
-        return list(self._files.paths)
+        return []
 
     @property
     def corruptions(self) -> list[CorruptRecordError]:
         """Damage skipped so far with on_error="skip" / "warn"."""
-        return self._files.corruptions
+        return []
 
-    @property
-    def decoder(self):
-        if self._decoder is None:
-            self._decoder = Decoder(self.spec)
-        return self._decoder
+    def close(self) -> None:
+        """Close the file handles kept for reads (the next read reopens them)."""
+
+    # -- views ------------------------------------------------------------------------------
 
     def _range(self) -> tuple[int, int]:
-        """(start, stop) as global record numbers; needs the index."""
-        count = self._files.count
+        """(start, stop) as global record numbers."""
+        count = self._count()
         stop = count if self._stop is None else min(self._stop, count)
         return min(self._start, stop), stop
 
@@ -133,22 +131,11 @@ class Dataset:
         start, stop = self._range()
         return stop - start
 
-    def close(self) -> None:
-        """Close the file handles kept for reads by position (the next read reopens them).
-        A Dataset pickles without them, and after a fork reopens its own."""
-        self._files.close()
-
     def __enter__(self) -> Dataset:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        files = self._files
-        n = f"{format_count(len(self))} records" if files.indexed else "records not yet counted"
-        names = ", ".join(feature_names(self.spec))
-        return f"Dataset({len(files.paths)} file{'s' * (len(files.paths) != 1)}, {n}: {names})"
 
     def select(self, names: str | Iterable[str]) -> Dataset:
         """The same records with only these features (only they are decoded)."""
@@ -191,32 +178,26 @@ class Dataset:
 
     # -- random access ---------------------------------------------------------------------------
 
-    def _decode(self, batch: RecordBatch, threads: int | None = None) -> Batch:
-        return self.decoder.decode(batch, threads=threads)
-
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, str):
             raise TypeError(
                 f"ds[{index!r}]: index records by number, slice or list; for one feature "
                 f"use ds.select([{index!r}])"
             )
-        self._files.require_seek("ds[...]")
+        self._check_random_access("ds[...]")
         if isinstance(index, (int, np.integer)):
             n = len(self)
             i = int(index)
             if not -n <= i < n:
                 raise IndexError(f"record {i} out of range for a dataset of {n} records")
-            frames = read_record(self._files, self._start + i % n)
-            cols = self._decode(gather(self._files, [(frames, None)]))
-            return {name: col[0] for name, col in cols.items()}
+            return self._record(self._start + i % n)
         if isinstance(index, slice):
             start, stop = self._range()
             a, b, step = index.indices(stop - start)
             if step == 1:
-                self._files.require_seek(f"ds[{index.start}:{index.stop}]")
-                raw = gather_range(self._files, start + a, start + max(a, b))
-                return self._as_batch(self._decode(raw))
-            return self._read_ids(start + np.arange(a, b, step, dtype=np.int64), "ds[a:b:step]")
+                return self._as_batch(self._read_span(start + a, start + max(a, b)))
+            ids = start + np.arange(a, b, step, dtype=np.int64)
+            return self._as_batch(self._read_ids(ids, "ds[a:b:step]"))
         idx = np.asarray(index)
         n = len(self)
         if idx.dtype == bool:
@@ -234,182 +215,20 @@ class Dataset:
             bad = int(idx[(idx < -n) | (idx >= n)][0])
             raise IndexError(f"record {bad} out of range for a dataset of {n} records")
         idx = np.where(idx < 0, idx + n, idx)
-        return self._read_ids(self._start + idx, "ds[[...]]")
+        return self._as_batch(self._read_ids(self._start + idx, "ds[[...]]"))
 
     def _as_batch(self, cols: Batch) -> Batch:
-        """A decoded block as a user's batch: tn.Raw columns of one size per record dense."""
+        """A block as a user's batch: tn.Raw columns of one size per record dense."""
         dense = dense_when_uniform(self.spec)
         return dense(cols) if dense else cols
 
     def __getitems__(self, indices: abc.Sequence[int]) -> Records:
-        """The records at these positions, read and decoded in one call: the batched fetch
-        PyTorch's DataLoader uses on map-style datasets. Returns a list of records (each
-        {name: value}) backed by one decoded batch, kept whole in `.columns`."""
+        """The records at these positions, read in one call: the batched fetch PyTorch's
+        DataLoader uses on map-style datasets. Returns a list of records (each
+        {name: value}) backed by one batch, kept whole in `.columns`."""
         return Records(self[np.asarray(indices, np.int64)])
 
-    def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
-        self._files.require_seek(what)
-        self._files.index()
-        return self._as_batch(
-            self._decode(gather(self._files, [(read_rows(self._files, ids), None)]))
-        )
-
-    # -- record sources ------------------------------------------------------------------------
-
-    def _file_pieces(self) -> list[tuple[int, int, int]]:
-        """(file, first, last) record numbers within each file for this view's range."""
-        files = self._files.index()
-        start, stop = self._range()
-        out = []
-        for f in range(len(files.paths)):
-            lo, hi = int(files.firsts[f]), int(files.firsts[f + 1])
-            a, b = max(lo, start), min(hi, stop)
-            if a < b:
-                out.append((f, a - lo, b - lo))
-        return out
-
-    def _whole(self) -> bool:
-        """True when this view covers every record (so streams need no index)."""
-        return self._start == 0 and self._stop is None
-
-    def _stream_batches(self, batch_size: int) -> Iterator[RecordBatch]:
-        """Sequential batches of payloads (any compression), exactly batch_size records
-        except the last."""
-        files = self._files
-        if self._whole():  # a pass over everything needs no index: stream the files
-            reader = RecordReader(
-                files.paths,
-                compression=files.compression,
-                verify_crc=files.verify_crc,
-                on_error=files.on_error,
-            )
-            try:
-                yield from reader.batches(batch_size)
-            finally:
-                for c in reader.corruptions:
-                    files.note(c)
-            return
-        if files.seekable:
-            start, stop = self._range()
-            spans = (
-                gather_range(self._files, a, min(stop, a + batch_size))
-                for a in range(start, stop, batch_size)
-            )
-            yield from self._full(spans, batch_size)
-            return
-        parts = (
-            part
-            for piece in self._file_pieces()
-            for part, _ in self._file_parts(*piece, batch_size)
-        )
-        yield from rebatch(parts, batch_size)
-
-    def _file_parts(
-        self, f: int, a: int, b: int, block: int
-    ) -> Iterator[tuple[RecordBatch, np.ndarray]]:
-        """Records a..b of compressed file f as (payloads, locations), streamed."""
-        files = self._files
-        reader = RecordReader(
-            files.paths[f],
-            compression=files.kinds[f],
-            verify_crc=files.verify_crc,
-            on_error=files.on_error,
-        )
-        seen = 0
-        try:
-            for part in reader.batches(block):
-                size = len(part)
-                lo, hi = max(a - seen, 0), min(b - seen, size)
-                if lo < hi:
-                    piece = part if (lo, hi) == (0, size) else part.slice(lo, hi)
-                    local = np.arange(seen + lo, seen + hi, dtype=np.int64)
-                    yield piece, (f << LOC_BITS) + local
-                seen += size
-                if seen >= b:
-                    break
-        finally:
-            for c in reader.corruptions:
-                files.note(c)
-
-    def _global_shuffle(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
-        """Blocks of a permutation of every record: each block's records are read in file
-        order (neighbours in one read) and gathered into the permuted order."""
-        self._files.require_seek("batches(shuffle=True)")
-        start, stop = self._range()
-        order = start + rng.permutation(stop - start)
-        picked = (
-            gather(self._files, [(read_rows(self._files, order[a : a + block]), None)])
-            for a in range(0, len(order), block)
-        )
-        yield from self._full(picked, block)
-
-    def _file_records(self, f: int, a: int, b: int | None, chunk: int) -> Iterator[RecordBatch]:
-        """Records a..b of file f (b=None: to its end, read as a stream without an index),
-        `chunk` records at a time."""
-        files = self._files
-        if files.kinds[f] is None and b is not None:
-            for x in range(a, b, chunk):
-                yield gather(files, [(read_span(files, f, x, min(b, x + chunk)), None)])
-            return
-        parts = self._file_parts(f, a, 1 << 62 if b is None else b, chunk)
-        try:
-            for part, _ in parts:
-                yield part
-        finally:
-            parts.close()
-
-    def _interleaved(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
-        """Blocks that each hold a chunk of every file being read (up to CYCLE_FILES at a
-        time, the files in a random order), so that a shuffle buffer mixes records across
-        files, not only within one."""
-        if self._whole():
-            pieces: list[tuple[int, int, int | None]] = [
-                (f, 0, None) for f in range(len(self._files.paths))
-            ]
-        else:
-            pieces = list(self._file_pieces())
-        pending = [pieces[i] for i in rng.permutation(len(pieces))]
-        chunk = max(1, block // min(CYCLE_FILES, len(pending)))  # one file: whole blocks
-        active: list[Iterator[RecordBatch]] = []
-        parts: list[RecordBatch] = []
-        have = 0
-        try:
-            while pending or active:
-                while pending and len(active) < CYCLE_FILES:
-                    active.append(self._file_records(*pending.pop(0), chunk))
-                for source in list(active):
-                    part = next(source, None)
-                    if part is None:
-                        active.remove(source)
-                        continue
-                    parts.append(part)
-                    have += len(part)
-                    if have >= block:
-                        yield concat_batches(parts)
-                        parts, have = [], 0
-            if parts:
-                yield concat_batches(parts)
-        finally:
-            for source in active:
-                source.close()
-
-    def _full(self, batches: Iterator[RecordBatch], batch_size: int) -> Iterator[RecordBatch]:
-        """The batches, except that with on_error="skip" / "warn" a batch short of damaged
-        records (dropped by gather) is topped up from the next ones: only the last batch
-        may be short, so drop_remainder drops no good records."""
-        if self._files.on_error == "raise":
-            return batches
-        return rebatch(batches, batch_size)
-
-    def _mean_record_bytes(self) -> float:
-        """Mean frame size: from the index when there is one, else from the first records."""
-        files = self._files
-        if files.indexed or not self._whole():
-            start, stop = self._range()
-            return float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
-        reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
-        sizes = [len(r) for r in itertools.islice(reader, 16)]  # one record at a time
-        return sum(sizes) / len(sizes) + 16 if sizes else 16.0
+    # -- blocks and batches ----------------------------------------------------------------------
 
     def _blocks(
         self,
@@ -421,35 +240,22 @@ class Dataset:
         prefetch: int = 2,
         then: Callable[..., Batch] | None = None,
     ) -> Iterator[Block]:
-        """Decoded blocks of `block` records (the last may be short), read, decoded, shuffled
-        and finished by `then` in a background thread, `prefetch` blocks ahead (0: in the
-        caller's thread)."""
+        """Blocks of `block` records (the last may be short), read, shuffled and finished by
+        `then` in a background thread, `prefetch` blocks ahead (0: in the caller's
+        thread)."""
         rng = np.random.default_rng(seed)
-        decode = self._decode
 
         def produce() -> Iterator[Block]:
-            if shuffle is True:
-                raw = self._global_shuffle(block, rng)
-            elif shuffle:
-                raw = self._interleaved(block, rng)
-            else:
-                raw = self._stream_batches(block)
+            blocks = self._source_blocks(block, shuffle, rng, threads)
             try:
-                batches: Iterable[RecordBatch] = raw
-                if shuffle is not True and shuffle:  # shuffle payloads, then decode
-                    batches = shuffle_records(raw, int(shuffle), rng)
-                blocks = (
-                    Block(decode(r, threads), len(r), int(r.offsets[-1]), r.locator())
-                    for r in batches
-                )
                 for b in blocks:
                     yield b if then is None else Block(then(b.cols, b.where), b.n, b.nbytes)
             finally:
-                raw.close()
+                close = getattr(blocks, "close", None)
+                if close is not None:
+                    close()
 
         return run_ahead(produce(), prefetch) if prefetch else produce()
-
-    # -- batches ---------------------------------------------------------------------------------
 
     def batches(
         self,
@@ -489,7 +295,7 @@ class Dataset:
         if prefetch < 0:
             raise ValueError(f"prefetch must be >= 0, not {prefetch}")
         if shuffle is True:
-            self._files.require_seek("batches(shuffle=True)")
+            self._check_random_access("batches(shuffle=True)")
         shuffle = shuffle if isinstance(shuffle, bool) else int(shuffle)
         pad_rows, per_block = padder(self.spec, pad, truncate=truncate)
         batch_size = int(batch_size)
@@ -526,39 +332,6 @@ class Dataset:
                 yield dict(zip(names, values, strict=True))
 
     # -- whole-dataset calls ---------------------------------------------------------------------
-
-    def _empty(self) -> Batch:
-        return self._decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))
-
-    def estimate_nbytes(self) -> tuple[int, int]:
-        """(estimated bytes of to_numpy's result, records sampled): exact for fixed-size
-        columns; variable ones scaled from a sample of up to 1024 records by payload size."""
-        start, stop = self._range()
-        n = stop - start
-        if n == 0:
-            return 0, 0
-        k = min(n, SAMPLE_RECORDS, max(1, int(SAMPLE_BYTES // self._mean_record_bytes())))
-        if self._files.seekable:
-            picks = np.unique(np.linspace(start, stop - 1, k).astype(np.int64))
-            sample = gather(self._files, [(read_rows(self._files, picks), None)])
-        else:
-            sample = next(iter(self.take(k)._stream_batches(k)), None)
-        if sample is None or len(sample) == 0:
-            return 0, 0
-        cols = self._decode(sample)
-        payload = int(sample.offsets[-1])
-        total_payload = int(self._files.lengths[start:stop].sum())
-        est = 0.0
-        for col in cols.values():
-            if isinstance(col, np.ndarray) and not col.dtype.hasobject:
-                est += col.nbytes / len(sample) * n
-                continue
-            size = _nbytes(col)
-            if payload:
-                est += size / payload * total_payload
-            else:
-                est += size / len(sample) * n
-        return int(est), len(sample)
 
     def to_numpy(self, *, max_bytes: int | None = None) -> Batch:
         """Every record decoded into one dict of columns, held in memory.
@@ -636,11 +409,9 @@ class Dataset:
         `batch_size` records), so memory stays at a few blocks however large the dataset.
         The output appears only when complete. Returns its path; open it with tn.load(out)."""
         fmt = output_format(out, format)
-        files = self._files
         if batch_size is not None:
             _check_batch_size(batch_size)
-        total = len(self) if files.indexed or not self._whole() else None
-        size = sum(os.path.getsize(p) for p in files.paths) if files.seekable else None
+        total, size = self._progress_totals()
         sink = ArraySink(out, fmt, spec=self.spec, overwrite=overwrite)
         bar = Progress(f"saving {os.fspath(out)}", total=total, total_bytes=size, enabled=progress)
         try:
@@ -709,44 +480,3 @@ def _nbytes(col: Any) -> int:
     if isinstance(col, BytesColumn):
         return int(col.data.nbytes + col.offsets.nbytes)
     return 0
-
-
-# --- entry points ---------------------------------------------------------------------------------
-
-
-def open(
-    paths: Paths,
-    spec: Any = None,
-    *,
-    compression: str | None = "auto",
-    verify_crc: bool = True,
-    on_error: str = "raise",
-) -> Dataset:
-    """Open TFRecord files as a Dataset (nothing is read until asked for).
-
-    paths: a file, a glob, a directory or a list of them. spec: a dict of features, a
-    tn.Sequence, TensorFlow feature specs, spec JSON or a spec.json path; None infers one
-    from a sample. compression: "auto" (per file, from its first bytes), None, "GZIP",
-    "ZLIB". verify_crc=False skips payload CRCs. on_error="skip" / "warn" skips damaged
-    records (listed in ds.corruptions) instead of raising.
-    """
-    if on_error not in ("raise", "skip", "warn"):
-        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
-    if is_array_source(paths):
-        raise TFRecordError(
-            f"{os.fspath(paths)} holds NumPy arrays, not TFRecords: tn.open reads TFRecord "
-            "files. Read what Dataset.save wrote with tn.load(path); write TFRecords from "
-            "arrays with tn.convert(path, 'out.tfrecord')"
-        )
-    files = Files(expand_paths(paths), compression, verify_crc, on_error)
-    if spec is None:
-        spec = infer_spec(files.paths, compression=compression)
-    return Dataset(files, _load_spec(spec))
-
-
-def is_array_source(src: Any) -> bool:
-    if not isinstance(src, (str, os.PathLike)):
-        return False
-    from ..arrays.sources import array_format
-
-    return os.path.exists(src) and array_format(src) is not None

@@ -1,0 +1,78 @@
+"""`tn.open`: any source as a Dataset, TFRecord files or arrays."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from ..arrays.sources import array_format
+from ..example.columns import BytesColumn, Ragged
+from ..example.infer import infer_spec
+from ..example.spec import as_spec, spec_from_json
+from ..format.paths import Paths, expand_paths
+from .array_dataset import open_array_dataset
+from .dataset import Dataset
+from .files import Files
+from .record_dataset import RecordDataset
+
+__all__ = ["is_array_source", "open"]
+
+
+def open(
+    paths: Paths | np.ndarray | Mapping[str, Any],
+    spec: Any = None,
+    *,
+    key: str | list[str] | None = None,
+    compression: str | None = "auto",
+    verify_crc: bool = True,
+    on_error: str = "raise",
+) -> Dataset:
+    """Open TFRecord files, an array file or arrays as a Dataset (nothing is read until
+    asked for).
+
+    paths: TFRecord files (a file, a glob, a directory or a list of them); or an array
+    file: .npy (memory-mapped through its header), .npz, HDF5, Zarr, or a folder written by
+    Dataset.save; or an ndarray / np.memmap (one column, "x"), or a dict of columns
+    (ndarrays, memmaps, h5py / Zarr arrays, tn.Ragged, tn.BytesColumn).
+    spec: for TFRecords, a dict of features, a tn.Sequence, TensorFlow feature specs, spec
+    JSON or a spec.json path; None infers one from a sample. For arrays it is taken from
+    the arrays, and a spec given picks features by name. key: the dataset(s) of an HDF5
+    file (a group: every dataset in it), the members of a .npz, the arrays of a Zarr group.
+    compression: "auto" (per file, from its first bytes), None, "GZIP", "ZLIB".
+    verify_crc=False skips payload CRCs. on_error="skip" / "warn" skips damaged records
+    (listed in ds.corruptions) instead of raising.
+    """
+    if on_error not in ("raise", "skip", "warn"):
+        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
+    if isinstance(paths, (np.ndarray, Mapping, Ragged, BytesColumn)):
+        return open_array_dataset(paths, key=key, spec=spec)
+    if is_array_source(paths):
+        return open_array_dataset(paths, key=key, spec=spec)  # type: ignore[arg-type]
+    if key is not None:
+        raise ValueError(
+            "key= picks arrays from an array file (.npz, HDF5, Zarr); TFRecord files take none"
+        )
+    files = Files(expand_paths(paths), compression, verify_crc, on_error)
+    if spec is None:
+        spec = infer_spec(files.paths, compression=compression)
+    return RecordDataset(files, _load_spec(spec))
+
+
+def _load_spec(spec: Any) -> Any:
+    if isinstance(spec, (str, os.PathLike)) and not str(spec).lstrip().startswith("{"):
+        path = os.fspath(spec)
+        if not os.path.exists(path):
+            raise FileNotFoundError(f"no such spec file: {path}")
+        with builtins.open(path, encoding="utf-8") as f:
+            return spec_from_json(f.read())
+    return as_spec(spec)
+
+
+def is_array_source(src: Any) -> bool:
+    if not isinstance(src, (str, os.PathLike)):
+        return False
+    return os.path.exists(src) and array_format(src) is not None

@@ -1,0 +1,322 @@
+"""TFRecord files as a Dataset: records read by position through an index, or streamed.
+
+- ``len(ds)`` counts records from an index of frame offsets: a header-only scan that seeks
+  over payloads, or the files' ``.idx`` sidecars (compressed files are decompressed once).
+- ``ds[i]``, ``ds[a:b]`` and ``ds[[i, j]]`` read just those records with positioned reads,
+  so they need uncompressed files (`RandomAccessError` otherwise).
+- Blocks are read and decoded by the compiled core without the GIL. ``shuffle=True``
+  permutes every record (uncompressed files); ``shuffle=N`` draws records through a pool
+  of N fed from up to 8 files in turn (any file); payloads are shuffled before they are
+  decoded, as tf.data does.
+
+A pass over a whole dataset streams its files and needs no index; views and reads by
+position use the index. Payload CRCs are checked as records are copied out of their frames,
+and errors name the file, the record's number in it and its byte offset.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from .._util.text import format_count
+from ..errors import CorruptRecordError
+from ..example.decode import Decoder
+from ..format.reader import RecordBatch, RecordReader
+from .blocks import Block, shuffle_records
+from .dataset import Batch, Dataset, _nbytes
+from .files import LOC_BITS, Files, read_record, read_rows, read_span
+from .gather import concat_batches, gather, gather_range, rebatch
+from .padding import feature_names
+
+__all__ = ["RecordDataset"]
+
+SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size ...
+SAMPLE_BYTES = 32 << 20  # ... or fewer, to stay within about this many payload bytes
+CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
+
+
+class RecordDataset(Dataset):
+    """Records of TFRecord files, decoded with one spec. Made by `tn.open`."""
+
+    def __init__(self, files: Files, spec: Any, *, start: int = 0, stop: int | None = None):
+        super().__init__(spec, start=start, stop=stop)
+        self._files = files
+        self._decoder: Decoder | None = None
+
+    def _view(self, *, spec: Any = None, start: int | None = None, stop: Any = ...) -> Dataset:
+        ds = RecordDataset(
+            self._files,
+            self.spec if spec is None else spec,
+            start=self._start if start is None else start,
+            stop=self._stop if stop is ... else stop,
+        )
+        if spec is None:
+            ds._decoder = self._decoder
+        return ds
+
+    @property
+    def paths(self) -> list[str]:
+        """The files, in reading order."""
+        return list(self._files.paths)
+
+    @property
+    def corruptions(self) -> list[CorruptRecordError]:
+        """Damage skipped so far with on_error="skip" / "warn"."""
+        return self._files.corruptions
+
+    @property
+    def decoder(self) -> Decoder:
+        if self._decoder is None:
+            self._decoder = Decoder(self.spec)
+        return self._decoder
+
+    def _count(self) -> int:
+        return self._files.count
+
+    def close(self) -> None:
+        """Close the file handles kept for reads by position (the next read reopens them).
+        A Dataset pickles without them, and after a fork reopens its own."""
+        self._files.close()
+
+    def __repr__(self) -> str:
+        files = self._files
+        n = f"{format_count(len(self))} records" if files.indexed else "records not yet counted"
+        names = ", ".join(feature_names(self.spec))
+        return f"Dataset({len(files.paths)} file{'s' * (len(files.paths) != 1)}, {n}: {names})"
+
+    def _progress_totals(self) -> tuple[int | None, int | None]:
+        files = self._files
+        total = len(self) if files.indexed or not self._whole() else None
+        size = sum(os.path.getsize(p) for p in files.paths) if files.seekable else None
+        return total, size
+
+    def _check_random_access(self, what: str) -> None:
+        self._files.require_seek(what)
+
+    # -- records by position ----------------------------------------------------------------
+
+    def _decode(self, batch: RecordBatch, threads: int | None = None) -> Batch:
+        return self.decoder.decode(batch, threads=threads)
+
+    def _record(self, i: int) -> dict[str, Any]:
+        frames = read_record(self._files, i)
+        cols = self._decode(gather(self._files, [(frames, None)]))
+        return {name: col[0] for name, col in cols.items()}
+
+    def _read_span(self, a: int, b: int) -> Batch:
+        self._files.require_seek(f"ds[{a}:{b}]")
+        return self._decode(gather_range(self._files, a, b))
+
+    def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
+        self._files.require_seek(what)
+        self._files.index()
+        return self._decode(gather(self._files, [(read_rows(self._files, ids), None)]))
+
+    # -- blocks -----------------------------------------------------------------------------
+
+    def _source_blocks(
+        self, block: int, shuffle: bool | int, rng: np.random.Generator, threads: int | None
+    ) -> Iterator[Block]:
+        if shuffle is True:
+            raw = self._global_shuffle(block, rng)
+        elif shuffle:
+            raw = self._interleaved(block, rng)
+        else:
+            raw = self._stream_batches(block)
+        try:
+            batches: Iterator[RecordBatch] = raw
+            if shuffle is not True and shuffle:  # shuffle payloads, then decode
+                batches = shuffle_records(raw, int(shuffle), rng)
+            for r in batches:
+                yield Block(self._decode(r, threads), len(r), int(r.offsets[-1]), r.locator())
+        finally:
+            raw.close()
+
+    def _file_pieces(self) -> list[tuple[int, int, int]]:
+        """(file, first, last) record numbers within each file for this view's range."""
+        files = self._files.index()
+        start, stop = self._range()
+        out = []
+        for f in range(len(files.paths)):
+            lo, hi = int(files.firsts[f]), int(files.firsts[f + 1])
+            a, b = max(lo, start), min(hi, stop)
+            if a < b:
+                out.append((f, a - lo, b - lo))
+        return out
+
+    def _stream_batches(self, batch_size: int) -> Iterator[RecordBatch]:
+        """Sequential batches of payloads (any compression), exactly batch_size records
+        except the last."""
+        files = self._files
+        if self._whole():  # a pass over everything needs no index: stream the files
+            reader = RecordReader(
+                files.paths,
+                compression=files.compression,
+                verify_crc=files.verify_crc,
+                on_error=files.on_error,
+            )
+            try:
+                yield from reader.batches(batch_size)
+            finally:
+                for c in reader.corruptions:
+                    files.note(c)
+            return
+        if files.seekable:
+            start, stop = self._range()
+            spans = (
+                gather_range(self._files, a, min(stop, a + batch_size))
+                for a in range(start, stop, batch_size)
+            )
+            yield from self._full(spans, batch_size)
+            return
+        parts = (
+            part
+            for piece in self._file_pieces()
+            for part, _ in self._file_parts(*piece, batch_size)
+        )
+        yield from rebatch(parts, batch_size)
+
+    def _file_parts(
+        self, f: int, a: int, b: int, block: int
+    ) -> Iterator[tuple[RecordBatch, np.ndarray]]:
+        """Records a..b of compressed file f as (payloads, locations), streamed."""
+        files = self._files
+        reader = RecordReader(
+            files.paths[f],
+            compression=files.kinds[f],
+            verify_crc=files.verify_crc,
+            on_error=files.on_error,
+        )
+        seen = 0
+        try:
+            for part in reader.batches(block):
+                size = len(part)
+                lo, hi = max(a - seen, 0), min(b - seen, size)
+                if lo < hi:
+                    piece = part if (lo, hi) == (0, size) else part.slice(lo, hi)
+                    local = np.arange(seen + lo, seen + hi, dtype=np.int64)
+                    yield piece, (f << LOC_BITS) + local
+                seen += size
+                if seen >= b:
+                    break
+        finally:
+            for c in reader.corruptions:
+                files.note(c)
+
+    def _global_shuffle(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
+        """Blocks of a permutation of every record: each block's records are read in file
+        order (neighbours in one read) and gathered into the permuted order."""
+        self._files.require_seek("batches(shuffle=True)")
+        start, stop = self._range()
+        order = start + rng.permutation(stop - start)
+        picked = (
+            gather(self._files, [(read_rows(self._files, order[a : a + block]), None)])
+            for a in range(0, len(order), block)
+        )
+        yield from self._full(picked, block)
+
+    def _file_records(self, f: int, a: int, b: int | None, chunk: int) -> Iterator[RecordBatch]:
+        """Records a..b of file f (b=None: to its end, read as a stream without an index),
+        `chunk` records at a time."""
+        files = self._files
+        if files.kinds[f] is None and b is not None:
+            for x in range(a, b, chunk):
+                yield gather(files, [(read_span(files, f, x, min(b, x + chunk)), None)])
+            return
+        parts = self._file_parts(f, a, 1 << 62 if b is None else b, chunk)
+        try:
+            for part, _ in parts:
+                yield part
+        finally:
+            parts.close()
+
+    def _interleaved(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
+        """Blocks that each hold a chunk of every file being read (up to CYCLE_FILES at a
+        time, the files in a random order), so that a shuffle buffer mixes records across
+        files, not only within one."""
+        if self._whole():
+            pieces: list[tuple[int, int, int | None]] = [
+                (f, 0, None) for f in range(len(self._files.paths))
+            ]
+        else:
+            pieces = list(self._file_pieces())
+        pending = [pieces[i] for i in rng.permutation(len(pieces))]
+        chunk = max(1, block // min(CYCLE_FILES, len(pending)))  # one file: whole blocks
+        active: list[Iterator[RecordBatch]] = []
+        parts: list[RecordBatch] = []
+        have = 0
+        try:
+            while pending or active:
+                while pending and len(active) < CYCLE_FILES:
+                    active.append(self._file_records(*pending.pop(0), chunk))
+                for source in list(active):
+                    part = next(source, None)
+                    if part is None:
+                        active.remove(source)
+                        continue
+                    parts.append(part)
+                    have += len(part)
+                    if have >= block:
+                        yield concat_batches(parts)
+                        parts, have = [], 0
+            if parts:
+                yield concat_batches(parts)
+        finally:
+            for source in active:
+                source.close()
+
+    def _full(self, batches: Iterator[RecordBatch], batch_size: int) -> Iterator[RecordBatch]:
+        """The batches, except that with on_error="skip" / "warn" a batch short of damaged
+        records (dropped by gather) is topped up from the next ones: only the last batch
+        may be short, so drop_remainder drops no good records."""
+        if self._files.on_error == "raise":
+            return batches
+        return rebatch(batches, batch_size)
+
+    def _mean_record_bytes(self) -> float:
+        """Mean frame size: from the index when there is one, else from the first records."""
+        files = self._files
+        if files.indexed or not self._whole():
+            start, stop = self._range()
+            return float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
+        reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
+        sizes = [len(r) for r in itertools.islice(reader, 16)]  # one record at a time
+        return sum(sizes) / len(sizes) + 16 if sizes else 16.0
+
+    def _empty(self) -> Batch:
+        return self._decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))
+
+    def estimate_nbytes(self) -> tuple[int, int]:
+        """(estimated bytes of to_numpy's result, records sampled): exact for fixed-size
+        columns; variable ones scaled from a sample of up to 1024 records by payload size."""
+        start, stop = self._range()
+        n = stop - start
+        if n == 0:
+            return 0, 0
+        k = min(n, SAMPLE_RECORDS, max(1, int(SAMPLE_BYTES // self._mean_record_bytes())))
+        if self._files.seekable:
+            picks = np.unique(np.linspace(start, stop - 1, k).astype(np.int64))
+            sample = gather(self._files, [(read_rows(self._files, picks), None)])
+        else:
+            sample = next(iter(self.take(k)._stream_batches(k)), None)
+        if sample is None or len(sample) == 0:
+            return 0, 0
+        cols = self._decode(sample)
+        payload = int(sample.offsets[-1])
+        total_payload = int(self._files.lengths[start:stop].sum())
+        est = 0.0
+        for col in cols.values():
+            if isinstance(col, np.ndarray) and not col.dtype.hasobject:
+                est += col.nbytes / len(sample) * n
+                continue
+            size = _nbytes(col)
+            if payload:
+                est += size / payload * total_payload
+            else:
+                est += size / len(sample) * n
+        return int(est), len(sample)
