@@ -17,6 +17,7 @@ from ._version import __version__
 
 # public name -> the module (relative to this package) that defines it
 _HOMES = {
+    "torch_collate": "adapters.torch",
     "Arrays": "arrays.load",
     "load": "arrays.load",
     "convert": "data.convert",
@@ -95,6 +96,7 @@ __all__ = [
     "spec_from_json",
     "spec_from_tf",
     "spec_to_json",
+    "torch_collate",
     "write",
     "write_index",
 ]
@@ -114,6 +116,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what editors and type checkers see
+    from .adapters.torch import torch_collate
     from .arrays.load import Arrays, load
     from .data.convert import convert
     from .data.dataset import Dataset

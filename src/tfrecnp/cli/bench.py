@@ -126,7 +126,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     import json
 
     from ..data.opener import open as open_dataset
-    from ..data.padding import feature_names
+    from ..example.padding import feature_names
 
     compression = None if args.compression == "none" else args.compression
     ds = open_dataset(args.paths, args.spec, compression=compression)

@@ -27,10 +27,10 @@ from .._util.text import format_count
 from ..arrays.access import memmap_reference, read_rows, read_span, spec_of_columns
 from ..arrays.sources import ArraySource, common_length, open_arrays
 from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
+from ..example.padding import feature_names
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, _nbytes
 from .files import RandomAccessError
-from .padding import feature_names
 
 __all__ = ["ArrayDataset", "Table"]
 

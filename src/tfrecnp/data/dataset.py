@@ -13,8 +13,9 @@ class holds everything that does not depend on which:
 - ``select``, ``shard`` and ``take`` return narrower views; ``to_numpy`` reads everything
   after checking the size against a memory budget; ``save`` streams everything into .npy,
   .npz, HDF5 or Zarr (`tfrecnp.arrays.sinks`).
-- ``to_tf``, ``to_torch`` and grain's data-source protocol hand it to a framework
-  (`tfrecnp.adapters`).
+- ``to_tf`` and ``to_torch`` hand it to a framework (`tfrecnp.adapters`, which work on any
+  object with ``spec`` and ``batches``); ``len`` and ``[i]`` make it a map-style dataset
+  for PyTorch's DataLoader and a data source for grain.
 
 A source provides: ``_count``, ``_view``, ``_read_span`` / ``_read_ids`` (records by
 position, as a batch), ``_source_blocks`` (blocks in file order or shuffled),
@@ -39,9 +40,9 @@ from ..arrays.sinks import ArraySink, output_format
 from ..errors import CorruptRecordError, MemoryBudgetError, TFRecordError
 from ..example.columns import BytesColumn, Column, Ragged, concat_columns
 from ..example.decode import dense_when_uniform
+from ..example.padding import feature_names, padder
 from ..example.spec import Sequence
 from .blocks import Block, block_records, serve
-from .padding import feature_names, padder
 
 __all__ = ["Dataset", "Records"]
 
@@ -428,6 +429,67 @@ class Dataset:
         finally:
             bar.close()
         return path
+
+    # -- frameworks ------------------------------------------------------------------------------
+
+    def to_tf(
+        self,
+        batch_size: int | None = None,
+        *,
+        shuffle: bool | int = False,
+        seed: int | None = None,
+        drop_remainder: bool = False,
+        pad: bool | Mapping[str, Any] | None = None,
+        truncate: bool = False,
+        prefetch: int = 2,
+    ) -> Any:
+        """A tf.data.Dataset of these records, streamed through `batches` (same options), for
+        `model.fit` or any tf.data pipeline. Its element_spec is exact before a record is
+        read: dense tf.TensorSpec [batch, *shape] (batch known with drop_remainder=True),
+        tf.RaggedTensorSpec for Ragged columns, tf.string for bytes. batch_size=None gives
+        single records. Needs TensorFlow (pip install 'tfrecnp[tf]')."""
+        from ..adapters.tf import to_tf
+
+        return to_tf(
+            self,
+            batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            drop_remainder=drop_remainder,
+            pad=pad,
+            truncate=truncate,
+            prefetch=prefetch,
+        )
+
+    def to_torch(
+        self,
+        batch_size: int,
+        *,
+        shuffle: bool | int = False,
+        seed: int | None = None,
+        drop_remainder: bool = False,
+        pad: bool | Mapping[str, Any] | None = None,
+        truncate: bool = False,
+        prefetch: int = 2,
+    ) -> Any:
+        """A torch IterableDataset of batches (dicts of tensors), split across DataLoader
+        workers and torch.distributed ranks so that each record is read exactly once; use it
+        with DataLoader(..., batch_size=None). Ragged columns come as values plus
+        "<name>_offsets" (or padded, with pad=). Call .set_epoch(e) to reshuffle each epoch.
+        Needs PyTorch (pip install 'tfrecnp[torch]')."""
+        from ..adapters.torch import TorchBatches
+
+        _check_batch_size(batch_size)
+        return TorchBatches(
+            self,
+            batch_size,
+            shuffle=shuffle,
+            seed=seed,
+            drop_remainder=drop_remainder,
+            pad=pad,
+            truncate=truncate,
+            prefetch=prefetch,
+        )
 
 
 class Records(abc.Sequence):

@@ -26,12 +26,12 @@ import numpy as np
 from .._util.text import format_count
 from ..errors import CorruptRecordError
 from ..example.decode import Decoder
+from ..example.padding import feature_names
 from ..format.reader import RecordBatch, RecordReader
 from .blocks import Block, shuffle_records
 from .dataset import Batch, Dataset, _nbytes
 from .files import LOC_BITS, Files, read_record, read_rows, read_span
 from .gather import concat_batches, gather, gather_range, rebatch
-from .padding import feature_names
 
 __all__ = ["RecordDataset"]
 

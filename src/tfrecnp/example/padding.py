@@ -48,18 +48,31 @@ def padder(
     where(row), when given), as TensorFlow's padded_batch does, unless truncate=True.
     per_block is True when every length is fixed, so padding a whole decoded block once
     gives the same rows as padding each batch cut from it."""
+    return _padder(ragged_features(spec), feature_names(spec), pad, truncate)
+
+
+def pad_columns(cols: Batch, pad: Any, *, truncate: bool = False) -> Batch:
+    """A batch padded as `pad` asks, the flat Ragged columns read off the batch itself (for
+    callers that hold batches without their spec, such as a DataLoader's collate)."""
+    flat = {n: not isinstance(c.values, Ragged) for n, c in cols.items() if isinstance(c, Ragged)}
+    apply, _ = _padder(flat, list(cols), pad, truncate)
+    return apply(cols) if apply else cols
+
+
+def _padder(
+    flat: dict[str, bool], names: list[str], pad: Any, truncate: bool
+) -> tuple[Callable[..., Batch] | None, bool]:
     if pad is None or pad is False:
         return None, True
-    flat = ragged_features(spec)
     if pad is True:
         wanted = {name: (None, 0) for name, ok in flat.items() if ok}
     elif isinstance(pad, Mapping):
         wanted = {}
         for name, how in pad.items():
-            if name not in feature_names(spec):
+            if name not in names:
                 raise KeyError(
                     f"pad names {name!r}, which is not in the spec; features: "
-                    f"{', '.join(map(repr, feature_names(spec)))}"
+                    f"{', '.join(map(repr, names))}"
                 )
             if name not in flat:
                 raise ValueError(
@@ -82,7 +95,6 @@ def padder(
             wanted[name] = (length, value)
     else:
         raise TypeError(f"pad must be None, True or a dict of name -> length, not {pad!r}")
-    names = set(feature_names(spec))
     for name in wanted:
         if name + LENGTH_SUFFIX in names:
             raise ValueError(

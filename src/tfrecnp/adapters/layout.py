@@ -1,0 +1,69 @@
+"""What a batch of a spec holds, column by column, known before any record is read: the
+frameworks want their element specs up front (tf.data) or a fixed way to carry each kind
+of column (PyTorch). The adapters work on anything with a `spec` and `batches()` (the
+Dataset), so they know nothing of where the records come from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..example.padding import LENGTH_SUFFIX
+from ..example.spec import FixedLen, Raw, Sequence, VarLen
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a batch. dtype: a NumPy dtype name, or "bytes". shape: the shape of one
+    record's value, None for an axis that varies; `ragged` axes (counted from the record's
+    first) vary from record to record and are carried as row splits."""
+
+    dtype: str
+    shape: tuple[int | None, ...]
+    ragged: int = 0
+
+
+def layout(spec: Any, pad: Any = None) -> dict[str, Column]:
+    """name -> Column for the batches `batches(pad=pad)` serves from a dataset with `spec`."""
+    if isinstance(spec, Sequence):
+        out = {name: _example_column(f) for name, f in spec.context.items()}
+        for name, f in spec.sequence.items():
+            inner = _example_column(f)
+            if f.__class__ is VarLen:  # steps of lists: rows of rows
+                out[name] = Column(inner.dtype, (None, None, *inner.shape[1:]), 2)
+            else:
+                out[name] = Column(inner.dtype, (None, *inner.shape), 1)
+    else:
+        out = {name: _example_column(f) for name, f in spec.items()}
+    return _padded(out, pad)
+
+
+def _example_column(f: Any) -> Column:
+    decoded = f.decode_as() or f
+    if isinstance(decoded, FixedLen):
+        return Column(decoded.dtype, decoded.shape)
+    if isinstance(decoded, VarLen):
+        return Column(decoded.dtype, (None, *decoded.inner_shape), 1)
+    if isinstance(decoded, Raw):
+        if decoded.ragged:
+            return Column(decoded.dtype, (None, *decoded.row_shape), 1)
+        return Column(decoded.dtype, tuple(None if d == -1 else d for d in decoded.shape))
+    raise TypeError(f"no framework layout for a feature of type {type(f).__name__}")
+
+
+def _padded(columns: dict[str, Column], pad: Any) -> dict[str, Column]:
+    if pad is None or pad is False:
+        return columns
+    wanted = (
+        {n: None for n, c in columns.items() if c.ragged == 1}
+        if pad is True
+        else {n: (how[0] if isinstance(how, tuple) else how) for n, how in pad.items()}
+    )
+    out = {}
+    for name, col in columns.items():
+        if name in wanted and col.ragged == 1:
+            out[name] = Column(col.dtype, (wanted[name], *col.shape[1:]))
+            out[name + LENGTH_SUFFIX] = Column("int64", ())
+        else:
+            out[name] = col
+    return out
