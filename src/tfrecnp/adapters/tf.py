@@ -1,19 +1,21 @@
 """`ds.to_tf()`: a dataset as a `tf.data.Dataset` with an exact element_spec.
 
-Batches come from `ds.batches()` (the block path: a background thread reads and decodes,
-batches are views) through `tf.data.Dataset.from_generator`, each column flattened into a
-few plain tensors, and are rebuilt inside the tf.data graph:
+Python hands TensorFlow whole blocks (`ds.batches(block)`: thousands of records read and
+decoded by the block path's background thread), each column flattened into a few plain
+tensors; the tf.data graph rebuilds the columns and cuts the user's batches out of each
+block, so the per-batch cost is a few graph ops, not a trip through Python:
 
-- dense columns pass as they are ([batch, *shape]);
-- byte strings pass as one scalar string holding the batch's bytes plus offsets, cut apart
+- dense columns pass as they are ([n, *shape]);
+- byte strings pass as one scalar string holding the block's bytes plus offsets, cut apart
   by `tf.strings.substr` (one tensor instead of a Python object per value);
 - Ragged columns pass as values plus row splits and become `tf.RaggedTensor`s through
-  `from_row_splits(validate=False)` (the splits are checked when decoded).
+  `from_row_splits(validate=False)` (the splits were checked when decoded);
+- pad= with fixed lengths pads per block in NumPy (the same rows as per batch); a length of
+  None (pad to the batch's longest row) pads each batch in the graph.
 
-Measured against `Dataset.range(n).map(numpy_function(ds[a:b]))` (see
-benchmarks/bench_adapters.py), the generator over the block path was the faster feed at
-batch 32 and 1024 on this machine: the block path already reads ahead in a thread and
-serves views, and random access per batch would redo the read planning per batch.
+Measured (benchmarks/bench_adapters.py): handing over one batch per generator step ran at
+0.4-0.5x TensorFlow's own pipeline at batch 32 (a generator step costs about 100 us);
+handing over blocks and cutting batches in the graph runs at about 2x.
 """
 
 from __future__ import annotations
@@ -25,16 +27,15 @@ import numpy as np
 
 from .._util.optional import require
 from ..example.columns import BytesColumn, Ragged
+from ..example.padding import LENGTH_SUFFIX, padder
 from .layout import Column, layout
-
-# records per internal batch when the caller asks for single records (batch_size=None)
-UNBATCHED = 1024
 
 
 def to_tf(
     ds: Any,
     batch_size: int | None = None,
     *,
+    block: int,
     shuffle: bool | int = False,
     seed: int | None = None,
     drop_remainder: bool = False,
@@ -43,36 +44,78 @@ def to_tf(
     prefetch: int = 2,
 ) -> Any:
     """A `tf.data.Dataset` of the records of `ds` (a tfrecnp Dataset), batched when
-    batch_size is given; see `Dataset.to_tf`."""
+    batch_size is given; see `Dataset.to_tf`. block: records per hand-over from Python (a
+    whole number of batches)."""
     tf = require("tensorflow", "tf")
     if batch_size is None and pad is not None:
         raise ValueError("pad= pads the rows of a batch; give a batch_size too")
-    columns = layout(ds.spec, pad)
-    size = UNBATCHED if batch_size is None else batch_size
-    fixed = size if drop_remainder and batch_size is not None else None
-    signature = {name: _parts_spec(tf, col, fixed) for name, col in columns.items()}
+    padder(ds.spec, pad)  # a bad pad= fails here, before TensorFlow sees it
+    fixed, per_batch = _split_pad(ds.spec, pad)
+    fed = layout(ds.spec, fixed)
+    signature = {name: _parts_spec(tf, col) for name, col in fed.items()}
 
     def generate() -> Iterator[dict[str, Any]]:
-        batches = ds.batches(
-            size,
-            shuffle=shuffle,
-            seed=seed,
-            drop_remainder=drop_remainder and batch_size is not None,
-            pad=pad,
-            truncate=truncate,
-            prefetch=prefetch,
+        blocks = ds.batches(
+            block, shuffle=shuffle, seed=seed, pad=fixed, truncate=truncate, prefetch=prefetch
         )
-        for batch in batches:
-            yield {name: _parts(batch[name], col) for name, col in columns.items()}
+        for cols in blocks:
+            yield {name: _parts(cols[name], col) for name, col in fed.items()}
 
     def rebuild(parts: dict[str, Any]) -> dict[str, Any]:
-        return {name: _rebuild(tf, parts[name], col, fixed) for name, col in columns.items()}
+        return {name: _rebuild(tf, parts[name], col) for name, col in fed.items()}
 
     data = tf.data.Dataset.from_generator(generate, output_signature=signature)
     data = data.map(rebuild, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if batch_size is None:
-        data = data.unbatch()
-    return data.prefetch(tf.data.AUTOTUNE)
+        return data.unbatch().prefetch(tf.data.AUTOTUNE)
+    fixed_size = batch_size if drop_remainder else None
+
+    def cut(cols: dict[str, Any], a: Any, b: Any) -> dict[str, Any]:
+        out = {}
+        for name, col in cols.items():
+            part = col[a:b]
+            if name in per_batch:
+                out[name + LENGTH_SUFFIX] = part.row_lengths()
+                part = part.to_tensor(per_batch[name])
+            out[name] = part
+        if fixed_size is not None:  # the exact element_spec, batch axis included
+            out = {name: _with_rows(tf, value, fixed_size) for name, value in out.items()}
+        return out
+
+    def split(cols: dict[str, Any]) -> Any:
+        first = next(iter(cols.values()))
+        n = first.nrows() if isinstance(first, tf.RaggedTensor) else tf.shape(first, tf.int64)[0]
+        end = n - n % batch_size if drop_remainder else n
+        starts = tf.data.Dataset.range(0, end, batch_size)
+        return starts.map(lambda a: cut(cols, a, tf.minimum(a + batch_size, n)))
+
+    return data.flat_map(split).prefetch(tf.data.AUTOTUNE)
+
+
+def _with_rows(tf: Any, value: Any, rows: int) -> Any:
+    """value with its first axis known to be `rows` long (slicing forgets it)."""
+    if isinstance(value, tf.RaggedTensor):
+        splits = tf.ensure_shape(value.row_splits, (rows + 1,))
+        return tf.RaggedTensor.from_row_splits(value.values, splits, validate=False)
+    return tf.ensure_shape(value, (rows, *value.shape[1:]))
+
+
+def _split_pad(spec: Any, pad: Any) -> tuple[Any, dict[str, Any]]:
+    """pad= split into what the dataset pads per block (fixed lengths: the same rows as per
+    batch) and what the graph pads per batch ({name: fill value}; length None: the batch's
+    longest row)."""
+    if pad is None or pad is False:
+        return None, {}
+    if pad is True:
+        return None, {n: 0 for n, c in layout(spec).items() if c.ragged == 1}
+    fixed, later = {}, {}
+    for name, how in pad.items():
+        length, value = how if isinstance(how, tuple) else (how, 0)
+        if length is None:
+            later[name] = value
+        else:
+            fixed[name] = how
+    return fixed or None, later
 
 
 # -- the flat parts a column travels in -------------------------------------------------------
@@ -81,17 +124,12 @@ def to_tf(
 # splits run from the outermost rows inward, one per ragged axis.
 
 
-def _parts_spec(tf: Any, col: Column, batch: int | None) -> tuple:
-    inner = col.shape[col.ragged :]
+def _parts_spec(tf: Any, col: Column) -> tuple:
     if col.dtype == "bytes":
         leaf = (tf.TensorSpec((), tf.string), tf.TensorSpec((None,), tf.int64))
     else:
-        first = batch if not col.ragged else None
-        leaf = (tf.TensorSpec((first, *inner), tf.as_dtype(col.dtype)),)
-    rows = tuple(tf.TensorSpec((None,), tf.int64) for _ in range(col.ragged))
-    if rows and batch is not None:  # the outermost splits give the batch axis
-        rows = (tf.TensorSpec((batch + 1,), tf.int64), *rows[1:])
-    return leaf + rows
+        leaf = (tf.TensorSpec((None, *col.shape[col.ragged :]), tf.as_dtype(col.dtype)),)
+    return leaf + tuple(tf.TensorSpec((None,), tf.int64) for _ in range(col.ragged))
 
 
 def _parts(value: Any, col: Column) -> tuple:
@@ -120,12 +158,12 @@ def _bytes_parts(value: Any) -> tuple[bytes, np.ndarray]:
     return b"".join(flat), offsets
 
 
-def _rebuild(tf: Any, parts: tuple, col: Column, batch: int | None) -> Any:
+def _rebuild(tf: Any, parts: tuple, col: Column) -> Any:
     if col.dtype == "bytes":
         blob, offsets, *splits = parts
         leaf = tf.strings.substr(blob, offsets[:-1], offsets[1:] - offsets[:-1])
         if not col.ragged:
-            return tf.reshape(leaf, (-1 if batch is None else batch, *col.shape))
+            return tf.reshape(leaf, (-1, *col.shape))
     else:
         leaf, *splits = parts
     for s in reversed(splits):

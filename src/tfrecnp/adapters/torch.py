@@ -94,6 +94,13 @@ def _tensor(array: np.ndarray) -> Any:
     return torch.from_numpy(np.ascontiguousarray(array))
 
 
+def _distributed() -> tuple[int, int] | None:
+    """(rank, world size) when this process is in an initialised torch.distributed group."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return None
+
+
 class TorchBatches(IterableDataset):
     """Batches of a Dataset, split across DataLoader workers and distributed ranks with no
     record lost or repeated. Made by `Dataset.to_torch`; see the module docstring."""
@@ -122,16 +129,17 @@ class TorchBatches(IterableDataset):
         }
         self.seed = seed
         self.epoch = 0
+        self.ranks = _distributed() or (0, 1)
 
     def set_epoch(self, epoch: int) -> None:
         """Shuffle differently each epoch (as DistributedSampler.set_epoch does)."""
         self.epoch = epoch
 
     def _parts(self) -> tuple[int, int, int]:
-        """(this rank, ranks, workers per rank)."""
-        rank, ranks = 0, 1
-        if torch.distributed.is_available() and torch.distributed.is_initialized():
-            rank, ranks = torch.distributed.get_rank(), torch.distributed.get_world_size()
+        """(this rank, ranks, workers per rank). Worker processes do not join the process
+        group, so the rank is the one seen where the stream was made, unless this process
+        is in a group itself."""
+        rank, ranks = _distributed() or self.ranks
         info = get_worker_info()
         return rank, ranks, 1 if info is None else info.num_workers
 

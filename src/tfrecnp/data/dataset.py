@@ -450,9 +450,12 @@ class Dataset:
         single records. Needs TensorFlow (pip install 'tfrecnp[tf]')."""
         from ..adapters.tf import to_tf
 
+        if batch_size is not None:
+            _check_batch_size(batch_size)
         return to_tf(
             self,
             batch_size,
+            block=block_records(batch_size or 1, self._mean_record_bytes()),
             shuffle=shuffle,
             seed=seed,
             drop_remainder=drop_remainder,
@@ -474,7 +477,8 @@ class Dataset:
     ) -> Any:
         """A torch IterableDataset of batches (dicts of tensors), split across DataLoader
         workers and torch.distributed ranks so that each record is read exactly once; use it
-        with DataLoader(..., batch_size=None). Ragged columns come as values plus
+        with DataLoader(..., batch_size=None), made after init_process_group (the rank is
+        read then). Ragged columns come as values plus
         "<name>_offsets" (or padded, with pad=). Call .set_epoch(e) to reshuffle each epoch.
         Needs PyTorch (pip install 'tfrecnp[torch]')."""
         from ..adapters.torch import TorchBatches
