@@ -287,3 +287,30 @@ def test_as_a_subprocess(files, tmp_path):
 
     done = subprocess.run([script, "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("usage: tfrecnp")
+
+
+def test_inspect_and_head_read_array_files(capsys, tmp_path):
+    import h5py
+
+    x = np.asfortranarray(np.arange(12.0).reshape(4, 3))  # Fortran order, read through its header
+    np.save(tmp_path / "x.npy", x)
+    status, out, _ = run(capsys, "inspect", tmp_path / "x.npy")
+    assert status == 0
+    assert "4 records" in out and "tn.FixedLen((3,), 'float64')" in out
+    status, out, _ = run(capsys, "head", tmp_path / "x.npy", "-n", 2, "--json")
+    assert [r["x"] for r in json.loads(out)] == x[:2].tolist()
+
+    with h5py.File(tmp_path / "d.h5", "w") as f:
+        f["train/image"] = np.zeros((5, 2, 2), np.uint8)
+        f["train/label"] = np.arange(5)
+        f["test/label"] = np.arange(3)
+    status, out, _ = run(capsys, "inspect", tmp_path / "d.h5", "--key", "train", "--json")
+    spec = json.loads(out)["features"]
+    assert spec == {
+        "image": {"type": "FixedLen", "shape": [2, 2], "dtype": "uint8"},
+        "label": {"type": "FixedLen", "shape": [], "dtype": "int64"},
+    }
+    status, out, _ = run(capsys, "head", tmp_path / "d.h5", "--key", "train", "-n", 9)
+    assert out.count("record ") == 5 and "label  4" in out
+    status, _, err = run(capsys, "head", tmp_path / "d.h5", "--key", "valid")
+    assert status == 2 and "no dataset or group 'valid'" in err and "train/label" in err

@@ -21,7 +21,7 @@ def _error(path) -> tn.CorruptRecordError:
 
 def test_npy_json_text_and_gzip_say_what_they_are(tmp_path):
     np.save(tmp_path / "x.npy", np.arange(10.0))
-    assert _error(tmp_path / "x.npy").hint.startswith("it is a .npy array file: read it with")
+    assert _error(tmp_path / "x.npy").hint.startswith("it is a .npy array file: tn.open(path) reads it")
     (tmp_path / "info.json").write_text(json.dumps({"splits": {"train": 10}}))
     assert _error(tmp_path / "info.json").hint.startswith("it is JSON text")
     (tmp_path / "notes.tfrecord").write_text("this dataset was made by hand\n" * 20)
@@ -43,11 +43,12 @@ def test_raw_floats_name_the_bytes_seen(tmp_path):
     )
 
 
-def test_inspect_of_an_npy_file_says_so(tmp_path, capsys):
+def test_count_of_an_npy_file_says_so(tmp_path, capsys):
     np.save(tmp_path / "x.npy", np.arange(4))
-    assert main(["inspect", str(tmp_path / "x.npy")]) != 0
+    assert main(["count", str(tmp_path / "x.npy")]) != 0
     err = capsys.readouterr().err
     assert "not a TFRecord file" in err and "CRC" not in err and ".npy array file" in err
+    assert "tn.open(path)" in err
 
 
 def test_open_and_load_do_not_send_users_in_a_circle(tmp_path):

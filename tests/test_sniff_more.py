@@ -38,7 +38,7 @@ def test_a_lone_zarr_array_is_named_by_load_and_by_the_readers(tmp_path):
     with pytest.raises(FileNotFoundError) as e:
         list(tn.iter_records(path))
     assert str(e.value).startswith(
-        f"{path} is a Zarr store: tn.load(path) opens what tfrecnp saved, zarr the rest: "
+        f"{path} is a Zarr store: tn.open(path) reads it as a dataset of arrays: "
         "no TFRecord files among"
     )
 

@@ -5,6 +5,7 @@ to the source."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import socket
 
 import numpy as np
@@ -128,7 +129,7 @@ def test_to_torch_splits_records_across_ranks_and_workers(source, tmp_path):
     path, _ = source
     out = str(tmp_path / "seen")
     mp.spawn(_rank, args=(2, _free_port(), path, out), nprocs=2, join=True)
-    parts = [json.load(open(f"{out}.{r}")) for r in range(2)]
+    parts = [json.loads(Path(f"{out}.{r}").read_text()) for r in range(2)]
     labels = parts[0]["labels"] + parts[1]["labels"]
     assert sorted(labels) == list(range(N))
     assert abs(len(parts[0]["labels"]) - len(parts[1]["labels"])) <= 2

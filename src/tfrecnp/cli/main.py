@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,6 +39,12 @@ def _add_common(p: argparse.ArgumentParser, *, paths: bool = True) -> None:
             help="compression of the inputs (default: detected per file)",
         )
     p.add_argument("--json", action="store_true", help="print one JSON document instead of text")
+
+
+def _add_key(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--key", metavar="NAME", help="array files: the HDF5 / .npz / Zarr dataset or group"
+    )
 
 
 def _add_no_progress(p: argparse.ArgumentParser) -> None:
@@ -356,10 +363,49 @@ def summarize(value: object, width: int = 60) -> str:
     return f"{array.dtype}[{shape}] {text}"[: width + 40]
 
 
+def _array_dataset(args: argparse.Namespace) -> Any:
+    """The array file of `paths` opened as a Dataset, or None when they are TFRecords."""
+    from ..data.opener import is_array_source, open
+
+    if len(args.paths) != 1 or not is_array_source(args.paths[0]):
+        if args.key is not None:
+            raise SystemExit(f"tfrecnp {args.command}: error: --key applies to array files")
+        return None
+    return open(args.paths[0], key=args.key)
+
+
+def _inspect_arrays(ds: Any, args: argparse.Namespace) -> int:
+    from ..example.spec import as_spec, spec_to_json
+
+    if args.json:
+        print(spec_to_json(ds.spec))
+        return 0
+    path = args.paths[0]
+    print(f"{path}: {format_count(len(ds))} records, {format_size(_disk_size(path))}, arrays")
+    sample = ds[: min(len(ds), 4)] if len(ds) else None
+    rows = [("name", "spec", "example")]
+    features = ds.spec.context | ds.spec.sequence if hasattr(ds.spec, "context") else ds.spec
+    for name, feature in as_spec(features).items():
+        example = summarize(sample[name][0], 40) if sample is not None else "-"
+        rows.append((name, feature.spell(), example))
+    widths = [max(len(r[i]) for r in rows) for i in range(2)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[2])
+    print(f"\nread it with: tn.open({path!r}{_key_arg(args)})")
+    return 0
+
+
+def _key_arg(args: argparse.Namespace) -> str:
+    return "" if args.key is None else f", key={args.key!r}"
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     from ..example.infer import inspect
     from ..example.spec import spec_to_json
 
+    ds = _array_dataset(args)
+    if ds is not None:
+        return _inspect_arrays(ds, args)
     report = inspect(args.paths, args.sample, compression=_compression(args))
     if args.json:
         print(spec_to_json(report.spec))
@@ -398,22 +444,25 @@ def cmd_head(args: argparse.Namespace) -> int:
     from ..example.infer import infer_spec
     from ..example.spec import spec_from_json
 
-    if args.spec:
-        with open(args.spec, encoding="utf-8") as f:
-            spec = spec_from_json(f.read())
+    ds = _array_dataset(args)
+    if ds is not None:
+        records = [(args.paths[0], i, ds[i]) for i in range(min(args.n, len(ds)))]
     else:
-        spec = infer_spec(args.paths, compression=_compression(args))
-    reader = RecordReader(args.paths, compression=_compression(args))
-    batch = next(iter(reader.batches(args.n)), None)
-    if batch is None:
+        if args.spec:
+            with open(args.spec, encoding="utf-8") as f:
+                spec = spec_from_json(f.read())
+        else:
+            spec = infer_spec(args.paths, compression=_compression(args))
+        reader = RecordReader(args.paths, compression=_compression(args))
+        batch = next(iter(reader.batches(args.n)), None)
+        columns = Decoder(spec).decode(batch) if batch is not None else {}
+        records = []
+        for row in range(len(batch or ())):
+            path, index = batch.where(row)
+            records.append((path, index, {name: col[row] for name, col in columns.items()}))
+    if not records:
         print("no records")
         return 0
-    columns = Decoder(spec).decode(batch)
-    records = []
-    for row in range(len(batch)):
-        path, index = batch.where(row)
-        values = {name: column[row] for name, column in columns.items()}
-        records.append((path, index, values))
     if args.json:
         print(
             json.dumps(
@@ -591,10 +640,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="files, record counts and a table of features; --json prints a spec file",
         description="Describe TFRecord files: records, bytes and compression per file, then "
         "one row per feature from a sample of records (kind, proposed spec, value counts, how "
-        "often present, an example, notes such as images or raw array bytes). With --json, "
-        "print the proposed spec as a spec file for --spec.",
+        "often present, an example, notes such as images or raw array bytes). An array file "
+        "(.npy, .npz, HDF5 with --key for one dataset or group, Zarr, a saved folder) is "
+        "described by its columns, as tn.open reads it. With --json, print the (proposed) "
+        "spec as a spec file for --spec.",
     )
     _add_common(p)
+    _add_key(p)
     p.add_argument(
         "--sample",
         type=_at_least_one,
@@ -607,9 +659,11 @@ def build_parser() -> argparse.ArgumentParser:
         "head",
         help="print the first records, decoded",
         description="Print the first N records decoded (arrays summarised, bytes shortened). "
-        "The spec is inferred unless --spec names a spec file (from `tfrecnp inspect --json`).",
+        "The spec is inferred unless --spec names a spec file (from `tfrecnp inspect --json`). "
+        "Array files (.npy, .npz, HDF5, Zarr, saved folders) print their first rows.",
     )
     _add_common(p)
+    _add_key(p)
     p.add_argument(
         "-n", type=_at_least_one, default=5, help="records to print (default: %(default)s)"
     )
@@ -681,8 +735,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
-    except (TFRecordError, FileNotFoundError, ValueError) as e:
-        print(f"tfrecnp {args.command}: error: {e}", file=sys.stderr)
+    except (TFRecordError, FileNotFoundError, ValueError, KeyError) as e:
+        message = e.args[0] if isinstance(e, KeyError) and e.args else e  # no quotes around it
+        print(f"tfrecnp {args.command}: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

@@ -30,7 +30,7 @@ def what_is(path: str) -> str | None:
     if os.path.isdir(path):
         names = set(os.listdir(path))
         if {"zarr.json", ".zarray", ".zgroup"} & names:
-            return "it is a Zarr store: tn.load(path) opens what tfrecnp saved, zarr the rest"
+            return "it is a Zarr store: tn.open(path) reads it as a dataset of arrays"
         return "it is a folder"
     with open(path, "rb") as f:
         head = f.read(PROBE_BYTES)
@@ -40,17 +40,17 @@ def what_is(path: str) -> str | None:
         return _say_text(head) if len(head) >= 8 else None
     if head.startswith(NPY_MAGIC):
         return (
-            "it is a .npy array file: read it with np.load(path, mmap_mode='r'), or write it "
-            "as TFRecords with tn.convert(path, 'out.tfrecord')"
+            "it is a .npy array file: tn.open(path) reads it as a dataset (memory-mapped), "
+            "tn.convert(path, 'out.tfrecord') writes it as TFRecords"
         )
     if head.startswith(ZIP_MAGIC):
         return (
-            "it is a zip archive (.npz?): tn.load(path) opens what tfrecnp saved, np.load "
-            "the rest; tn.convert(path, 'out.tfrecord') writes TFRecords"
+            "it is a zip archive (.npz?): tn.open(path) reads it as a dataset of arrays, "
+            "tn.convert(path, 'out.tfrecord') writes TFRecords"
         )
     if head.startswith(HDF5_MAGIC):
         return (
-            "it is an HDF5 file: tn.load(path) opens what tfrecnp saved, h5py the rest; "
+            "it is an HDF5 file: tn.open(path, key=...) reads it as a dataset of arrays, "
             "tn.convert(path, 'out.tfrecord', key=...) writes TFRecords"
         )
     kind = detect_compression(head[:12])
