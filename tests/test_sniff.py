@@ -21,7 +21,7 @@ def _error(path) -> tn.CorruptRecordError:
 
 def test_npy_json_text_and_gzip_say_what_they_are(tmp_path):
     np.save(tmp_path / "x.npy", np.arange(10.0))
-    assert _error(tmp_path / "x.npy").hint.startswith("it is a .npy array file: tn.open(path) reads it")
+    assert _error(tmp_path / "x.npy").hint.startswith("it is a .npy array file: tn.open")
     (tmp_path / "info.json").write_text(json.dumps({"splits": {"train": 10}}))
     assert _error(tmp_path / "info.json").hint.startswith("it is JSON text")
     (tmp_path / "notes.tfrecord").write_text("this dataset was made by hand\n" * 20)

@@ -5,8 +5,8 @@ to the source."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import socket
+from pathlib import Path
 
 import numpy as np
 import pytest
