@@ -2,8 +2,9 @@
 
 Python hands TensorFlow whole blocks (`ds.batches(block)`: thousands of records read and
 decoded by the block path's background thread), each column flattened into a few plain
-tensors; the tf.data graph rebuilds the columns and cuts the user's batches out of each
-block, so the per-batch cost is a few graph ops, not a trip through Python:
+tensors; the tf.data graph rebuilds the columns and cuts the user's batches out of the
+blocks (`rebatch` for dense columns; slices when there are Ragged ones, which `rebatch`
+cuts slower), so the per-batch cost is TensorFlow's own, not a trip through Python:
 
 - dense columns pass as they are ([n, *shape]);
 - byte strings pass as one scalar string holding the block's bytes plus offsets, cut apart
@@ -13,9 +14,11 @@ block, so the per-batch cost is a few graph ops, not a trip through Python:
 - pad= with fixed lengths pads per block in NumPy (the same rows as per batch); a length of
   None (pad to the batch's longest row) pads each batch in the graph.
 
-Measured (benchmarks/bench_adapters.py): handing over one batch per generator step ran at
-0.4-0.5x TensorFlow's own pipeline at batch 32 (a generator step costs about 100 us);
-handing over blocks and cutting batches in the graph runs at about 2x.
+Measured (benchmarks/bench_adapters.py, batch 32): handing over one batch per generator
+step ran at 0.4-0.5x TensorFlow's own TFRecord pipeline (a generator step costs about
+100 us); blocks cut by a nested `range().map(slice)` at 0.4x the cost floor of iterating a
+tf.data.Dataset from Python; blocks cut by `rebatch` at that floor. With Ragged columns
+(tokens, batch 1024) slicing ran at 2.0x TensorFlow's pipeline and `rebatch` at 0.8-0.9x.
 """
 
 from __future__ import annotations
@@ -68,32 +71,42 @@ def to_tf(
     data = data.map(rebuild, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if batch_size is None:
         return data.unbatch().prefetch(tf.data.AUTOTUNE)
-    fixed_size = batch_size if drop_remainder else None
+    if any(col.ragged for col in fed.values()):
+        data = data.flat_map(lambda cols: _cut(tf, cols, batch_size, drop_remainder))
+    else:
+        data = data.rebatch(batch_size, drop_remainder=drop_remainder)
+    if per_batch:
 
-    def cut(cols: dict[str, Any], a: Any, b: Any) -> dict[str, Any]:
-        out = {}
-        for name, col in cols.items():
-            part = col[a:b]
-            if name in per_batch:
-                out[name + LENGTH_SUFFIX] = part.row_lengths()
-                part = part.to_tensor(per_batch[name])
-            out[name] = part
-        if fixed_size is not None:  # the exact element_spec, batch axis included
-            out = {name: _with_rows(tf, value, fixed_size) for name, value in out.items()}
-        return out
+        def pad_rows(cols: dict[str, Any]) -> dict[str, Any]:
+            out = {}
+            for name, value in cols.items():
+                if name in per_batch:
+                    out[name + LENGTH_SUFFIX] = value.row_lengths()
+                    value = value.to_tensor(per_batch[name])
+                out[name] = value
+            return out
 
-    def split(cols: dict[str, Any]) -> Any:
-        first = next(iter(cols.values()))
-        n = first.nrows() if isinstance(first, tf.RaggedTensor) else tf.shape(first, tf.int64)[0]
-        end = n - n % batch_size if drop_remainder else n
-        starts = tf.data.Dataset.range(0, end, batch_size)
-        return starts.map(lambda a: cut(cols, a, tf.minimum(a + batch_size, n)))
+        data = data.map(pad_rows, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return data.prefetch(tf.data.AUTOTUNE)
 
-    return data.flat_map(split).prefetch(tf.data.AUTOTUNE)
+
+def _cut(tf: Any, cols: dict[str, Any], size: int, drop_remainder: bool) -> Any:
+    """The batches of one block, as slices of it (rebatch, measured, cuts Ragged columns
+    slower than slicing them does)."""
+    first = next(iter(cols.values()))
+    n = first.nrows() if isinstance(first, tf.RaggedTensor) else tf.shape(first, tf.int64)[0]
+    end = n - n % size if drop_remainder else n
+
+    def cut(a: Any) -> dict[str, Any]:
+        part = {name: value[a : tf.minimum(a + size, n)] for name, value in cols.items()}
+        if drop_remainder:  # slicing forgets that the batch axis is `size` long
+            part = {name: _with_rows(tf, value, size) for name, value in part.items()}
+        return part
+
+    return tf.data.Dataset.range(0, end, size).map(cut)
 
 
 def _with_rows(tf: Any, value: Any, rows: int) -> Any:
-    """value with its first axis known to be `rows` long (slicing forgets it)."""
     if isinstance(value, tf.RaggedTensor):
         splits = tf.ensure_shape(value.row_splits, (rows + 1,))
         return tf.RaggedTensor.from_row_splits(value.values, splits, validate=False)
@@ -145,6 +158,10 @@ def _parts(value: Any, col: Column) -> tuple:
             value = value.reshape(n * m, *value.shape[2:])
     if col.dtype == "bytes":
         return (*_bytes_parts(value), *splits)
+    if not value.flags.writeable:
+        # a view of a memory-mapped file: TensorFlow would keep reading the map after the
+        # dataset handed its pages back, and every page read would stay resident
+        value = value.copy()
     return (value, *splits)
 
 
