@@ -1,7 +1,6 @@
-"""What a batch of a spec holds, column by column, known before any record is read: the
-frameworks want their element specs up front (tf.data) or a fixed way to carry each kind
-of column (PyTorch). The adapters work on anything with a `spec` and `batches()` (the
-Dataset), so they know nothing of where the records come from."""
+"""What a batch of a spec holds, column by column, known before any record is read:
+tf.data wants its element_spec up front. Read off the spec alone, so the adapters need
+nothing of where the records come from."""
 
 from __future__ import annotations
 
