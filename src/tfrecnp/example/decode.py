@@ -318,7 +318,9 @@ class Decoder:
         columns = {}
         for f, c in enumerate(feats):
             column = self._wrap(c, outs[f][1], table[:, f], batch)
-            columns[c.name] = column if c.outer is None else c.outer.finish(column)
+            if c.outer is not None:
+                column = c.outer.finish(column, name=c.name, where=batch.where)
+            columns[c.name] = column
         return columns
 
     def _allocate(self, c: _Compiled, f: int, n: int, sums: list, table, batch) -> tuple:
