@@ -11,11 +11,12 @@ thread pool; the decoders release the GIL, so the threads use every core:
 - PNG (and whatever else Pillow opens, e.g. GIF / BMP): Pillow.
 
 Pixels follow TensorFlow's decoders: `channels` converts like decode_jpeg / decode_png
-(`channels=`): a JPEG decodes to grey as libjpeg's luma, a PNG with weights 0.299, 0.587,
-0.114 (libpng applies them to gamma-decoded values, so TensorFlow's grey differs by up to 1); grey -> RGB repeats, alpha is dropped or added as 255; a
-palette expands (with its transparency as alpha); 16-bit samples keep their high byte;
-CMYK (Adobe, inverted) becomes RGB as c * k // 255. JPEG pixels are libjpeg-turbo's
-accurate integer IDCT, equal to TensorFlow's with dct_method="INTEGER_ACCURATE".
+(`channels=`). A JPEG becomes grey as libjpeg's luma; a PNG with weights 0.299, 0.587,
+0.114 (libpng applies them to gamma-decoded values, so TensorFlow's grey differs by up to
+1). Grey -> RGB repeats, alpha is dropped or added as 255, a palette expands (with its
+transparency as alpha), 16-bit samples keep their high byte, and CMYK (Adobe, inverted)
+becomes RGB as c * k // 255. JPEG pixels are libjpeg-turbo's accurate integer IDCT, equal
+to TensorFlow's decode_jpeg with dct_method="INTEGER_ACCURATE".
 
 `size=(h, w)` resizes like tf.image.resize (half-pixel centres, no antialias):
 "bilinear", "nearest" or "area"; `dtype="float32"` multiplies by `scale` (default 1/255,
@@ -27,6 +28,7 @@ array.
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import threading
 import warnings
@@ -300,7 +302,7 @@ def _to_channels(a: np.ndarray, mode: str, channels: int | None, png: bool) -> n
         colour = np.repeat(colour, 3, axis=2)
     if channels == 3:
         return colour
-    alpha = a[:, :, k - 1 : k] if k in (2, 4) else np.full(a.shape[:2] + (1,), 255, np.uint8)
+    alpha = a[:, :, k - 1 : k] if k in (2, 4) else np.full((*a.shape[:2], 1), 255, np.uint8)
     return np.concatenate([colour, alpha], axis=2)
 
 
@@ -490,7 +492,7 @@ def _run(fn: Callable[[int], Any], n: int, failures: dict[int, _Failure]) -> Non
         piece(0, n)
         return
     bounds = np.linspace(0, n, pieces + 1).astype(int).tolist()
-    futures = [_executor().submit(piece, a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+    futures = [_executor().submit(piece, a, b) for a, b in itertools.pairwise(bounds)]
     for f in futures:
         f.result()
 

@@ -34,8 +34,8 @@ from __future__ import annotations
 
 import base64
 import functools
-import json
 import importlib
+import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
