@@ -79,6 +79,7 @@ class ImageDecodeError(CorruptRecordError):
         super().__init__(reason, path=path, record=record, offset=offset, hint=hint)
         self.args = (f"{reason} at {path} record {record}" + (f"; {hint}" if hint else ""),)
         self.rows: list[int] = []
+        self.reasons: dict[int, str] = {}
         self.feature = ""
 
 
@@ -362,7 +363,7 @@ def decode_images(
         resize = _resizer(spec)
 
         def one(i: int) -> None:
-            img = decode_image(blob(i), c)
+            img = decode_image(blob(i), spec.channels)
             if img.shape[2] != c:
                 raise _Failure(_channel_message(img.shape[2], c), schema=True)
             resize(img, out[i])
@@ -465,7 +466,7 @@ def _uneven(images: list, spec: Image, shapes: set) -> np.ndarray:
         else im.astype(np.float32) * np.float32(spec.out_scale)
         for im in images
     ]
-    listed = ", ".join(f"{w}x{h}x{c}" for h, w, c in sorted(shapes)[:4])
+    listed = ", ".join(str(list(s)) for s in sorted(shapes)[:4])
     more = ", ..." if len(shapes) > 4 else ""
     warnings.warn(
         f"images of a batch differ in size ({listed}{more}); they come back as an object "
@@ -507,6 +508,7 @@ def _raise(failures: dict[int, _Failure], spec: Image, name: str, where) -> None
         raise SchemaError(f"{reason}, at {path} record {record}")
     error = ImageDecodeError(reason, path=path, record=record, hint=CORRUPT_HINT)
     error.rows = rows
+    error.reasons = {r: f"feature {name!r} holds {failures[r]}" for r in rows}
     error.feature = name
     raise error
 
