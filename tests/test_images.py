@@ -117,7 +117,7 @@ def tf_decode(tf, data: bytes, channels: int) -> np.ndarray:
 def test_decode_equals_tensorflow(tf, encoded, kind, channels):
     data = encoded[kind]
     jpeg = "jpeg" in kind
-    if jpeg and channels == 4 or kind == "pil-jpeg-cmyk" and channels == 1:
+    if (jpeg and channels == 4) or (kind == "pil-jpeg-cmyk" and channels == 1):
         return  # decode_jpeg takes channels 0, 1, 3; CMYK -> grey is refused by TF
     got = ours(data, tn.Image(channels))
     want = tf_decode(tf, data, channels)
@@ -246,7 +246,7 @@ def test_corrupt_image_is_a_typed_error(tf, tmp_path, how):
         "garbage": b"\xff\xd8\xff" + bytes(range(200)),
         "png-truncated": tf.io.encode_png(pixels(16, 16, 3)).numpy()[:60],
     }[how]
-    with pytest.raises(Exception):  # TensorFlow refuses it too
+    with pytest.raises(tf.errors.InvalidArgumentError):  # TensorFlow refuses it too
         tf.io.decode_image(bad).numpy()
     path = _dataset_with(tmp_path, tf, {4: bad})
     with pytest.raises(ImageDecodeError) as info:
