@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from .._core import resize as _resize
 from .._util.optional import require
 from ..errors import CorruptRecordError, SchemaError
 from .columns import BytesColumn
@@ -545,16 +546,13 @@ def _resizer(spec: Image) -> Callable[[np.ndarray, np.ndarray], None]:
             ay, ax = _area(h, H), _area(w, W)
             rows = np.tensordot(ay, img.astype(np.float32), axes=(1, 0))  # [H, w, c]
             values = np.einsum("xw,hwc->hxc", ax, rows)
-        else:
-            y0, y1, fy = _bilinear(h, H)
-            x0, x1, fx = _bilinear(w, W)
-            need = np.unique(np.concatenate([y0, y1]))
-            src = img[need].astype(np.float32)
-            left, right = src[:, x0], src[:, x1]
-            rows = left + (right - left) * fx[None, :, None]
-            pos = np.searchsorted(need, y0), np.searchsorted(need, y1)
-            top, bottom = rows[pos[0]], rows[pos[1]]
-            values = top + (bottom - top) * fy[:, None, None]
+        else:  # the core, without the GIL: one pass, no temporaries
+            src = np.ascontiguousarray(img)
+            if dtype == np.uint8:
+                _resize.bilinear_u8(src, out, *_bilinear(h, H), *_bilinear(w, W))
+            else:
+                _resize.bilinear_f32(src, out, *_bilinear(h, H), *_bilinear(w, W), scale)
+            return
         store(values, out)
 
     return resize
