@@ -292,3 +292,49 @@ def test_unexpected_channel_count(tf, tmp_path):
         f"{path} record 2"
     )
     assert tn.read(path, spec={"image": tn.Image(4)})["image"].shape == (3, 8, 8, 4)
+
+
+# -- preview: the contact sheet -----------------------------------------------------------
+
+
+def test_preview_contact_sheet(tf, tmp_path, capsys):
+    from tfrecnp.cli.main import main
+    from tfrecnp.cli.preview import CAPTION, TILE
+
+    colours = [(200, 30, 30), (30, 200, 30), (30, 30, 200), (220, 220, 40), (250, 250, 250)]
+    sizes = [(64, 64), (40, 90), (90, 40), (128, 128), (20, 30)]
+    blobs = [
+        tf.io.encode_png(np.full((h, w, 3), c, np.uint8)).numpy()
+        for c, (h, w) in zip(colours, sizes, strict=True)
+    ]
+    path = str(tmp_path / "faces.tfrecord")
+    tn.write(path, {"label": np.arange(5) * 7, "image": BytesColumn.from_list(blobs)})
+    sheet = str(tmp_path / "sheet.png")
+    args = ["preview", path, "--label", "label", "-o", sheet, "-n", "5", "--json"]
+    assert main(args) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said == {
+        "output": sheet,
+        "feature": "image",
+        "images": 5,
+        "width": 3 * TILE,
+        "height": 2 * (TILE + CAPTION),
+        "columns": 3,
+    }
+    with PILImage.open(sheet) as im:
+        assert im.format == "PNG" and im.size == (3 * TILE, 2 * (TILE + CAPTION))
+        pixels_ = np.asarray(im.convert("RGB"))
+    for k, colour in enumerate(colours):
+        x, y = (k % 3) * TILE, (k // 3) * (TILE + CAPTION)
+        centre = pixels_[y + TILE // 2, x + TILE // 2]
+        assert tuple(centre) == colour, k
+        caption = pixels_[y + TILE : y + TILE + CAPTION, x : x + TILE]
+        assert (caption.max(axis=2) > 200).any(), f"no caption text under tile {k}"
+    # a wide image fills the tile's width, not its height: the corners stay background
+    assert tuple(pixels_[2, TILE + 2]) == (24, 24, 24)
+    assert tuple(pixels_[TILE // 2, TILE + 2]) == colours[1]
+    # the sixth cell is empty
+    assert (pixels_[TILE + CAPTION :, 2 * TILE :] == 24).all()
+    # without --feature the image feature is found; text output names the sheet
+    assert main(["preview", path, "-o", sheet]) == 0
+    assert "5 images of 'image'" in capsys.readouterr().out
