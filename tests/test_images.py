@@ -338,3 +338,43 @@ def test_preview_contact_sheet(tf, tmp_path, capsys):
     # without --feature the image feature is found; text output names the sheet
     assert main(["preview", path, "-o", sheet]) == 0
     assert "5 images of 'image'" in capsys.readouterr().out
+
+
+# -- writing images ------------------------------------------------------------------------
+
+
+def test_write_png_and_jpeg(tf, tmp_path):
+    images = np.stack([pixels(24, 40, 3, s) for s in range(10)])
+    grey = images[:, :, :, 0]
+    path = str(tmp_path / "png.tfrecord")
+    paths, spec = tn.write(
+        path, {"image": images, "grey": grey}, encoding={"image": "png", "grey": "png"}
+    )
+    assert spec == {"image": tn.Image(3), "grey": tn.Image(1)}
+    back = tn.read(paths, spec)
+    np.testing.assert_array_equal(back["image"], images)
+    np.testing.assert_array_equal(back["grey"], grey[..., None])
+    raw = tn.read(paths, {"image": tn.Bytes()})["image"]
+    np.testing.assert_array_equal(tf.io.decode_png(raw[3]).numpy(), images[3])
+
+    path = str(tmp_path / "jpeg.tfrecord")
+    for quality, bound in (("jpeg", 12.0), ("jpeg:50", 16.0)):  # noisy pixels: large errors
+        paths, spec = tn.write(path, {"image": images}, encoding={"image": quality}, verify=True)
+        back = tn.read(paths, spec)["image"]
+        assert np.abs(back.astype(int) - images).mean() < bound
+        raw = tn.read(paths, {"image": tn.Bytes()})["image"]
+        want = tf.io.decode_jpeg(raw[7], dct_method="INTEGER_ACCURATE").numpy()
+        np.testing.assert_array_equal(back[7], want)
+    small = len(raw.data)
+    tn.write(path, {"image": images}, encoding={"image": "jpeg:95"})
+    assert len(tn.read(path, {"image": tn.Bytes()})["image"].data) > small
+
+
+def test_write_image_errors(tmp_path):
+    path = str(tmp_path / "x.tfrecord")
+    with pytest.raises(tn.SchemaError, match=r"takes uint8 images \[n, h, w, c\].*float32"):
+        tn.write(path, {"image": np.zeros((2, 4, 4, 3), np.float32)}, encoding={"image": "png"})
+    with pytest.raises(tn.SchemaError, match="JPEG has no alpha channel; use 'png'"):
+        tn.write(path, {"image": np.zeros((2, 4, 4, 4), np.uint8)}, encoding={"image": "jpeg"})
+    with pytest.raises(ValueError, match="'jpeg', 'jpeg:QUALITY'"):
+        tn.write(path, {"image": np.zeros((2, 4, 4, 3), np.uint8)}, encoding={"image": "jpeg:x"})

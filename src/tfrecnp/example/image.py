@@ -44,7 +44,14 @@ from ..errors import CorruptRecordError, SchemaError
 from .columns import BytesColumn
 from .spec import KIND_BYTES, Feature, FixedLen, register_feature_type
 
-__all__ = ["Image", "ImageDecodeError", "decode_images", "encode_image", "image_format"]
+__all__ = [
+    "Image",
+    "ImageDecodeError",
+    "decode_images",
+    "encode_image",
+    "encode_images",
+    "image_format",
+]
 
 RESIZE_METHODS = ("bilinear", "nearest", "area")
 IMAGE_DTYPES = ("uint8", "float32")
@@ -629,3 +636,19 @@ def encode_image(img: np.ndarray, fmt: str, *, quality: int = 95) -> bytes:
     else:
         raise ValueError(f"image format must be 'jpeg' or 'png', not {fmt!r}")
     return buf.getvalue()
+
+
+def encode_images(images: np.ndarray, fmt: str, *, quality: int = 95) -> list[bytes]:
+    """uint8 [n, h, w, c] -> n JPEG / PNG byte strings, encoded in threads (Pillow's
+    encoders release the GIL)."""
+    out: list[bytes] = [b""] * len(images)
+
+    def one(i: int) -> None:
+        out[i] = encode_image(images[i], fmt, quality=quality)
+
+    if len(images) < 2 or CPUS < 2:
+        for i in range(len(images)):
+            one(i)
+    else:
+        list(_executor().map(one, range(len(images))))
+    return out
