@@ -378,3 +378,15 @@ def test_write_image_errors(tmp_path):
         tn.write(path, {"image": np.zeros((2, 4, 4, 4), np.uint8)}, encoding={"image": "jpeg"})
     with pytest.raises(ValueError, match="'jpeg', 'jpeg:QUALITY'"):
         tn.write(path, {"image": np.zeros((2, 4, 4, 3), np.uint8)}, encoding={"image": "jpeg:x"})
+
+
+def test_to_tf_carries_images(tf, tmp_path):
+    images = np.stack([pixels(16, 24, 3, s) for s in range(10)])
+    path = str(tmp_path / "tf.tfrecord")
+    tn.write(path, {"image": images}, encoding={"image": "png"})
+    ds = tn.open(path, spec={"image": tn.Image(3, size=(8, 12), dtype="float32")})
+    tds = ds.to_tf(batch_size=4)
+    assert tds.element_spec["image"].shape.as_list() == [None, 8, 12, 3]
+    got = np.concatenate([b["image"].numpy() for b in tds])
+    want = tf.image.resize(tf.image.convert_image_dtype(images, tf.float32), (8, 12)).numpy()
+    np.testing.assert_allclose(got, want, rtol=0, atol=2e-7)
