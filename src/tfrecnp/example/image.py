@@ -509,7 +509,7 @@ def _run(fn: Callable[[int], Any], n: int, failures: dict[int, _Failure]) -> Non
 def _raise(failures: dict[int, _Failure], spec: Image, name: str, where) -> None:
     rows = sorted(failures)
     first = failures[rows[0]]
-    path, record = where(rows[0]) if where is not None else ("<batch>", rows[0])
+    path, record = where(rows[0]) if where is not None else ("<memory>", rows[0])
     more = f" (and {len(rows) - 1} more in this batch)" if len(rows) > 1 else ""
     reason = f"feature {name!r} holds {first}{more}"
     if first.schema:

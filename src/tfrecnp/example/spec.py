@@ -451,7 +451,7 @@ def feature_from_json(obj: dict) -> Feature:
     if kind in LAZY_FEATURE_TYPES and kind not in FEATURE_TYPES:
         importlib.import_module(LAZY_FEATURE_TYPES[kind])
     if not isinstance(obj, dict) or obj.get("type") not in FEATURE_TYPES:
-        known = ", ".join(sorted(FEATURE_TYPES))
+        known = ", ".join(sorted({*FEATURE_TYPES, *LAZY_FEATURE_TYPES}))
         raise ValueError(f"not a feature spec: {obj!r} (expected a dict with type one of {known})")
     try:
         return FEATURE_TYPES[obj["type"]].from_json(obj)
