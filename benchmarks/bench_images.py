@@ -9,7 +9,8 @@
 
 Cases: 128x128 and 512x512 JPEGs -> uint8 [32, h, w, 3]; 512x512 -> float32 [32, 224,
 224, 3] in [0, 1] (bilinear). Files written by TensorFlow (encode_jpeg, quality 90). Each
-side runs in its own process on all cores; images/s are medians of --runs passes.
+side runs in its own process on all cores, the sides in turn for --runs rounds; a round
+times a side's second (warm) pass; images/s are medians over the rounds.
 
     python benchmarks/run.py images [--runs N] [--quick]
 """
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     print(
-        f"Images: JPEG records -> batches of {BATCH}, images/s (median of {args.runs} passes); "
+        f"Images: JPEG records -> batches of {BATCH}, images/s (median of {args.runs} rounds); "
         "tfrecnp against seed 001's tf.data pipeline and seed 002's Pillow loop"
     )
     print(
@@ -189,14 +190,16 @@ def main(argv: list[str] | None = None) -> int:
                 [sys.executable, __file__, "--write", str(side), str(n), str(path)], check=True
             )
         warm_page_cache(path)
-        med = {}
-        for who in SIDES:
-            got = _run_side(who, path, resize, args.runs)
-            if "error" in got:
-                print(f"  {name}: {who} failed: {got['error']}")
-                med[who] = float("nan")
-            else:
-                med[who] = statistics.median(got["rates"])
+        rates: dict[str, list[float]] = {who: [] for who in SIDES}
+        for _ in range(args.runs):  # rounds: one process per side, in turn, so that a
+            for who in SIDES:  # change in the shared machine's load hits every side alike
+                got = _run_side(who, path, resize, 2)  # the second pass: warm
+                if "error" in got:
+                    print(f"  {name}: {who} failed: {got['error']}")
+                    rates[who].append(float("nan"))
+                else:
+                    rates[who].append(got["rates"][-1])
+        med = {who: statistics.median(r) for who, r in rates.items()}
         a, b, c = med["tfrecnp"], med["tensorflow"], med["pillow"]
         print(
             f"  {name:<18} {n:>6} {format_rate(a):>9} {format_rate(b):>9} {format_rate(c):>9} "

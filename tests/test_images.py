@@ -26,6 +26,7 @@ from PIL import Image as PILImage
 
 import tfrecnp as tn
 from tfrecnp.example.columns import BytesColumn
+from tfrecnp.example import image as image_module
 from tfrecnp.example.image import ImageDecodeError, decode_images
 
 RNG = np.random.default_rng(13)
@@ -112,11 +113,21 @@ def tf_decode(tf, data: bytes, channels: int) -> np.ndarray:
     return tf.io.decode_png(data, channels=channels).numpy()
 
 
+@pytest.fixture(params=["simplejpeg", "pillow"])
+def jpeg_decoder(request, monkeypatch):
+    """Either JPEG path: simplejpeg when installed, Pillow without it."""
+    if request.param == "pillow":
+        monkeypatch.setattr(image_module, "_simplejpeg", False)
+    return request.param
+
+
 @pytest.mark.parametrize("channels", [1, 3, 4])
 @pytest.mark.parametrize("kind", KIND_NAMES)
-def test_decode_equals_tensorflow(tf, encoded, kind, channels):
+def test_decode_equals_tensorflow(tf, encoded, kind, channels, jpeg_decoder):
     data = encoded[kind]
     jpeg = "jpeg" in kind
+    if not jpeg and jpeg_decoder == "pillow":
+        return  # PNG takes one path
     if (jpeg and channels == 4) or (kind == "pil-jpeg-cmyk" and channels == 1):
         return  # decode_jpeg takes channels 0, 1, 3; CMYK -> grey is refused by TF
     got = ours(data, tn.Image(channels))
@@ -132,7 +143,7 @@ def test_decode_equals_tensorflow(tf, encoded, kind, channels):
         assert diff.max() == 0, kind
 
 
-def test_decode_image_auto_channels(tf, encoded):
+def test_decode_image_auto_channels(tf, encoded, jpeg_decoder):
     """channels=None keeps what is stored, as tf.io.decode_image(channels=0) does."""
     for kind in ("tf-jpeg-rgb", "tf-jpeg-grey", "tf-png-rgba", "tf-png-grey-alpha"):
         data = encoded[kind]
@@ -291,6 +302,8 @@ def test_unexpected_channel_count(tf, tmp_path):
         f"tn.Image(channels=4) or another fixed channel count to convert every image, at "
         f"{path} record 2"
     )
+    with pytest.raises(tn.SchemaError, match="holds an image with 4 channels where the batch"):
+        tn.read(path, spec={"image": tn.Image(None)})
     assert tn.read(path, spec={"image": tn.Image(4)})["image"].shape == (3, 8, 8, 4)
 
 

@@ -393,6 +393,10 @@ def decode_images(
                 out *= np.float32(spec.out_scale)
             return out
         shapes = {(hd[0], hd[1], spec.channels or hd[2]) for hd in heads}
+        if len(shapes) > 1 and len({s[:2] for s in shapes}) == 1:  # channels=None, mixed
+            c = heads[0][2]
+            bad = next(i for i, hd in enumerate(heads) if hd[2] != c)
+            _raise({bad: _Failure(_channel_message(heads[bad][2], c), True)}, spec, name, where)
         if len(shapes) > 1:
             sizes = {s[:2] for s in shapes}
             images = [None] * n
