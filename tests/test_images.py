@@ -18,7 +18,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -351,6 +355,21 @@ def test_preview_contact_sheet(tf, tmp_path, capsys):
     # without --feature the image feature is found; text output names the sheet
     assert main(["preview", path, "-o", sheet]) == 0
     assert "5 images of 'image'" in capsys.readouterr().out
+    # as a subprocess, with the package this test imports
+    env = dict(os.environ, PYTHONPATH=str(Path(tn.__file__).parents[1]))
+    done = subprocess.run(
+        [sys.executable, "-m", "tfrecnp", "preview", path, "-n", "2", "-o", sheet],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"{sheet}: 2 images of 'image', {2 * TILE}x{TILE + CAPTION} pixels\n"
+    with PILImage.open(sheet) as im:
+        assert im.size == (2 * TILE, TILE + CAPTION)
+    assert main(["preview", path, "--feature", "label", "-o", sheet]) == 2
+    assert "holds" in capsys.readouterr().err
 
 
 # -- writing images ------------------------------------------------------------------------
