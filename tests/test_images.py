@@ -29,8 +29,8 @@ import pytest
 from PIL import Image as PILImage
 
 import tfrecnp as tn
-from tfrecnp.example.columns import BytesColumn
 from tfrecnp.example import image as image_module
+from tfrecnp.example.columns import BytesColumn
 from tfrecnp.example.image import ImageDecodeError, decode_images
 
 RNG = np.random.default_rng(13)
