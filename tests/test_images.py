@@ -422,3 +422,25 @@ def test_to_tf_carries_images(tf, tmp_path):
     got = np.concatenate([b["image"].numpy() for b in tds])
     want = tf.image.resize(tf.image.convert_image_dtype(images, tf.float32), (8, 12)).numpy()
     np.testing.assert_allclose(got, want, rtol=0, atol=2e-7)
+
+
+def test_varying_sizes_across_blocks(tf, tmp_path, monkeypatch):
+    """Blocks of one size each, and one mixed, join into one object column of images."""
+    from tfrecnp.data import blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 1)  # a block per batch
+    sizes = [(16, 16)] * 6 + [(24, 20)] * 6
+    images = [pixels(h, w, 3, i) for i, (h, w) in enumerate(sizes)]
+    path = str(tmp_path / "sizes.tfrecord")
+    tn.write(
+        path, {"image": BytesColumn.from_list([tf.io.encode_png(im).numpy() for im in images])}
+    )
+    ds = tn.open(path, spec={"image": tn.Image()})
+    with pytest.warns(UserWarning, match="differ in size"):
+        batches = [b["image"] for b in ds.batches(4)]
+    assert [b.dtype == object for b in batches] == [False, True, False]
+    with pytest.warns(UserWarning, match="differ in size"):
+        whole = ds.to_numpy()["image"]
+    assert whole.dtype == object and len(whole) == 12
+    for got, want in zip(whole, images, strict=True):
+        np.testing.assert_array_equal(got, want)
