@@ -444,3 +444,16 @@ def test_varying_sizes_across_blocks(tf, tmp_path, monkeypatch):
     assert whole.dtype == object and len(whole) == 12
     for got, want in zip(whole, images, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def test_missing_or_wrong_kind_names_the_image_spec(tmp_path):
+    path = str(tmp_path / "m.tfrecord")
+    tn.write(path, {"label": np.arange(3)})
+    with pytest.raises(tn.SchemaError) as info:
+        tn.read(path, spec={"image": tn.Image()})
+    assert str(info.value) == (
+        f"feature 'image' is missing at {path} record 0; tn.Image() needs a value in every "
+        "record (select the records that have one, or read it as tn.VarLen('bytes'))"
+    )
+    with pytest.raises(tn.SchemaError, match=r"where tn.Image\(\) expects a bytes_list"):
+        tn.read(path, spec={"label": tn.Image()})

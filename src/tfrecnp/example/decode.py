@@ -530,9 +530,14 @@ def _schema_message(c: _Compiled, code: str, row: np.ndarray, where: str) -> str
     steps, bad_step = int(row[_core.ROW_STEPS]), int(row[_core.ROW_BAD_STEP])
     bad_value, kind = int(row[_core.ROW_BAD_VALUE]), int(row[_core.ROW_KIND]) & 0xFF
     spec = c.spec
-    spelled = spec.spell()
+    spelled = (c.outer or spec).spell()  # tn.Image(), not the tn.Bytes() it reads
     n_values = f"{format_count(count)} value" + ("" if count == 1 else "s")
     if code == "missing":
+        if c.outer is not None:
+            return (
+                f"{c.label} is missing at {where}; {spelled} needs a value in every record "
+                "(select the records that have one, or read it as tn.VarLen('bytes'))"
+            )
         if isinstance(spec, Raw):
             return (
                 f"{c.label} is missing at {where}; {spelled} reads one bytes value per record "
