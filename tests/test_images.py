@@ -457,3 +457,10 @@ def test_missing_or_wrong_kind_names_the_image_spec(tmp_path):
     )
     with pytest.raises(tn.SchemaError, match=r"where tn.Image\(\) expects a bytes_list"):
         tn.read(path, spec={"label": tn.Image()})
+
+
+def test_image_is_a_context_feature():
+    spec = tn.Sequence({"image": tn.Image()}, {"tokens": tn.VarLen("int64")})
+    assert spec.context["image"] == tn.Image()
+    with pytest.raises(ValueError, match=r"'frames': tn.Image\(\) is read once per record"):
+        tn.Sequence({}, {"frames": tn.Image()})

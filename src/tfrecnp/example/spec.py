@@ -390,6 +390,11 @@ class Sequence:
         self.context = as_spec(dict(context or {}), _where="Sequence context")
         self.sequence = as_spec(dict(sequence or {}), _where="Sequence sequence", _steps=True)
         for name, f in self.sequence.items():
+            if type(f) not in (FixedLen, VarLen, Raw):
+                raise ValueError(
+                    f"sequence feature {name!r}: {f.spell()} is read once per record, not per "
+                    "step; put it in the context, or read the steps as tn.VarLen('bytes')"
+                )
             if isinstance(f, FixedLen) and f.default is not None:
                 raise ValueError(f"sequence feature {name!r}: a sequence feature takes no default")
             if isinstance(f, Raw) and (f.ragged or (f.shape and -1 in f.shape)):
