@@ -560,7 +560,8 @@ class Shout(Feature):
     def decode_as(self):
         return tn.Bytes()
 
-    def finish(self, column):
+    def finish(self, column, *, name, where):
+        assert name == "w" and where(1) == ("<memory>", 1)  # errors name file and record
         return [v.upper() for v in column.to_list()]
 
 

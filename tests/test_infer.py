@@ -77,7 +77,7 @@ def test_inspect_notes_images_raw_bytes_and_missing(mixed_file):
     report = inspect(mixed_file)
     assert report.files == [(mixed_file, None, 200, os.path.getsize(mixed_file))]
     notes = {f.name: f.notes for f in report.features}
-    assert notes["image"] == ["JPEG images"]
+    assert notes["image"] == ["JPEG images: read pixels with tn.Image()"]
     assert notes["raw"] == [
         "every value is 40 bytes: raw array bytes? e.g. tn.Raw('float32', shape=(10,)) "
         "(or another dtype whose size divides 40)"

@@ -223,7 +223,7 @@ def test_json_accepts_a_bare_mapping_and_rejects_unknown_types():
         tn.spec_from_json('{"x": {"type": "Sparse"}}')
     assert str(e.value) == (
         "not a feature spec: {'type': 'Sparse'} (expected a dict with type one of FixedLen, "
-        "Raw, VarLen)"
+        "Image, Raw, VarLen)"
     )
     with pytest.raises(ValueError, match="lacks 'dtype'"):
         tn.spec_from_json('{"x": {"type": "VarLen"}}')

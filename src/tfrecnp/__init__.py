@@ -34,6 +34,7 @@ _HOMES = {
     "Ragged": "example.columns",
     "Decoder": "example.decode",
     "decode": "example.decode",
+    "Image": "example.image",
     "infer_spec": "example.infer",
     "Bytes": "example.spec",
     "FixedLen": "example.spec",
@@ -67,6 +68,7 @@ __all__ = [
     "Dataset",
     "Decoder",
     "FixedLen",
+    "Image",
     "MemoryBudgetError",
     "Ragged",
     "RandomAccessError",
@@ -132,6 +134,7 @@ if TYPE_CHECKING:  # what editors and type checkers see
     )
     from .example.columns import BytesColumn, Ragged
     from .example.decode import Decoder, decode
+    from .example.image import Image
     from .example.infer import infer_spec
     from .example.spec import (
         Bytes,

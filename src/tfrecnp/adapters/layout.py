@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..example.image import Image
 from ..example.padding import LENGTH_SUFFIX
 from ..example.spec import FixedLen, Raw, Sequence, VarLen
 
@@ -38,6 +39,9 @@ def layout(spec: Any, pad: Any = None) -> dict[str, Column]:
 
 
 def _example_column(f: Any) -> Column:
+    if isinstance(f, Image):  # pixels: [h, w, c], h and w known only with size=
+        h, w = f.size if f.size is not None else (None, None)
+        return Column(f.dtype, (h, w, f.channels))
     decoded = f.decode_as() or f
     if isinstance(decoded, FixedLen):
         return Column(decoded.dtype, decoded.shape)

@@ -433,6 +433,62 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_preview(args: argparse.Namespace) -> int:
+    import warnings
+
+    from ..example.decode import Decoder
+    from ..example.image import Image, image_format
+    from ..example.infer import infer_spec
+    from ..example.spec import Sequence
+    from .preview import contact_sheet, sheet_size, write_sheet
+
+    spec = infer_spec(args.paths, compression=_compression(args))
+    if isinstance(spec, Sequence):
+        spec = spec.context
+    reader = RecordReader(args.paths, compression=_compression(args))
+    batch = next(iter(reader.batches(args.n)), None)
+    if batch is None:
+        raise ValueError("no records to preview")
+    name = args.feature
+    if name is None:  # the first bytes feature whose first value is a JPEG or PNG
+        raw = Decoder({k: f for k, f in spec.items() if getattr(f, "dtype", "") == "bytes"})
+        firsts = raw.decode(batch.slice(0, 1)) if len(raw.spec) else {}
+        name = next((k for k, col in firsts.items() if image_format(col[0] or b"")), None)
+        if name is None:
+            raise ValueError("found no JPEG or PNG feature; name one with --feature")
+    if name not in spec:
+        raise ValueError(f"no feature {name!r}; features: {', '.join(spec)}")
+    wanted = {name: Image(3)}
+    if args.label:
+        if args.label not in spec:
+            raise ValueError(f"no feature {args.label!r} for --label; features: {', '.join(spec)}")
+        wanted[args.label] = spec[args.label]
+    with warnings.catch_warnings():  # images of different sizes are fine here
+        warnings.simplefilter("ignore", UserWarning)
+        cols = Decoder(wanted).decode(batch)
+    images = list(cols[name])
+    indices = [batch.where(r)[1] for r in range(len(batch))]
+    labels = list(cols[args.label]) if args.label else None
+    write_sheet(contact_sheet(images, indices, labels), args.output)
+    width, height, columns = sheet_size(len(images))
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "output": args.output,
+                    "feature": name,
+                    "images": len(images),
+                    "width": width,
+                    "height": height,
+                    "columns": columns,
+                }
+            )
+        )
+    else:
+        print(f"{args.output}: {len(images)} images of {name!r}, {width}x{height} pixels")
+    return 0
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from .bench import cmd_bench as run
 
@@ -669,6 +725,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--spec", metavar="FILE", help="spec file to decode with")
     p.set_defaults(run=cmd_head)
+
+    p = sub.add_parser(
+        "preview",
+        help="write a contact sheet PNG of the first images, with index and label",
+        description="Decode the first N images of a JPEG / PNG feature and write them as a "
+        "grid of thumbnails (128x128, aspect kept), each with its record number and, with "
+        "--label, that feature's value underneath. Example: tfrecnp preview train.tfrecord "
+        "--label label -o sheet.png",
+    )
+    _add_common(p)
+    p.add_argument("--feature", help="the image feature (default: the first JPEG / PNG one)")
+    p.add_argument(
+        "-n", type=_at_least_one, default=64, help="images to show (default: %(default)s)"
+    )
+    p.add_argument(
+        "-o", "--output", default="sheet.png", help="PNG to write (default: %(default)s)"
+    )
+    p.add_argument("--label", metavar="NAME", help="a scalar feature to print under each image")
+    p.set_defaults(run=cmd_preview)
 
     p = sub.add_parser(
         "bench",

@@ -40,6 +40,7 @@ from ..arrays.sinks import ArraySink, output_format
 from ..errors import CorruptRecordError, MemoryBudgetError, TFRecordError
 from ..example.columns import BytesColumn, Column, Ragged, concat_columns
 from ..example.decode import dense_when_uniform
+from ..example.image import Image
 from ..example.padding import feature_names, padder
 from ..example.spec import Sequence
 from .blocks import Block, block_records, serve
@@ -368,7 +369,13 @@ class Dataset:
         for block in self._blocks(block_records(1, self._mean_record_bytes())):
             k = block.n
             for name, col in block.cols.items():
-                if isinstance(col, np.ndarray):
+                if (
+                    isinstance(col, np.ndarray)
+                    and name in out
+                    and _sizes_vary(self.spec, name, out[name], col)
+                ):  # images of different sizes: an object column of images, joined last
+                    parts[name] = [out.pop(name)[:row]]
+                if isinstance(col, np.ndarray) and name not in parts:
                     if name not in out:
                         out[name] = np.empty((n, *col.shape[1:]), col.dtype)
                     elif out[name].shape[1:] != col.shape[1:]:
@@ -546,3 +553,12 @@ def _nbytes(col: Any) -> int:
     if isinstance(col, BytesColumn):
         return int(col.data.nbytes + col.offsets.nbytes)
     return 0
+
+
+def _sizes_vary(spec: Any, name: str, have: np.ndarray, col: np.ndarray) -> bool:
+    """Whether a tn.Image column's blocks disagree in image size (then it is a column of
+    images of many sizes, as one block with mixed sizes gives)."""
+    features = spec if isinstance(spec, dict) else getattr(spec, "context", {})
+    return isinstance(features.get(name), Image) and (
+        have.shape[1:] != col.shape[1:] or have.dtype != col.dtype
+    )

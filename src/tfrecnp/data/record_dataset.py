@@ -18,20 +18,22 @@ from __future__ import annotations
 
 import itertools
 import os
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from .._util.text import format_count
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, CorruptRecordWarning
 from ..example.decode import Decoder
+from ..example.image import ImageDecodeError
 from ..example.padding import feature_names
 from ..format.reader import RecordBatch, RecordReader
 from .blocks import Block, shuffle_records
 from .dataset import Batch, Dataset, _nbytes
 from .files import LOC_BITS, Files, read_record, read_rows, read_span
-from .gather import concat_batches, gather, gather_range, rebatch
+from .gather import concat_batches, gather, gather_range, rebatch, slice_batch
 
 __all__ = ["RecordDataset"]
 
@@ -101,11 +103,46 @@ class RecordDataset(Dataset):
     # -- records by position ----------------------------------------------------------------
 
     def _decode(self, batch: RecordBatch, threads: int | None = None) -> Batch:
-        return self.decoder.decode(batch, threads=threads)
+        return self._decode_kept(batch, threads)[0]
+
+    def _decode_kept(
+        self, batch: RecordBatch, threads: int | None = None
+    ) -> tuple[Batch, RecordBatch]:
+        """(columns, the records they hold): with on_error="skip" / "warn", records whose
+        images do not decode are dropped and listed like damaged frames."""
+        while True:
+            try:
+                return self.decoder.decode(batch, threads=threads), batch
+            except ImageDecodeError as error:
+                if self._files.on_error == "raise" or not error.rows:
+                    raise
+                batch = self._drop_images(batch, error)
+
+    def _drop_images(self, batch: RecordBatch, error: ImageDecodeError) -> RecordBatch:
+        for row in error.rows:
+            path, record = batch.where(row)
+            reason = error.reasons.get(row, error.reason)
+            noted = ImageDecodeError(reason, path=path, record=record, hint=error.hint)
+            if self._files.note(noted) and self._files.on_error == "warn":
+                warnings.warn(
+                    f"{reason} at {path} record {record}; skipped the record",
+                    CorruptRecordWarning,
+                    stacklevel=4,
+                )
+        keep, start = [], 0
+        for row in [*error.rows, len(batch)]:
+            if row > start:
+                keep.append(slice_batch(batch, start, row))
+            start = row + 1
+        if not keep:
+            return slice_batch(batch, 0, 0)
+        return keep[0] if len(keep) == 1 else concat_batches(keep)
 
     def _record(self, i: int) -> dict[str, Any]:
         frames = read_record(self._files, i)
-        cols = self._decode(gather(self._files, [(frames, None)]))
+        cols, kept = self._decode_kept(gather(self._files, [(frames, None)]))
+        if len(kept) == 0:
+            raise IndexError(f"record {i} was skipped: its image does not decode")
         return {name: col[0] for name, col in cols.items()}
 
     def _read_span(self, a: int, b: int) -> Batch:
@@ -133,7 +170,8 @@ class RecordDataset(Dataset):
             if shuffle is not True and shuffle:  # shuffle payloads, then decode
                 batches = shuffle_records(raw, int(shuffle), rng)
             for r in batches:
-                yield Block(self._decode(r, threads), len(r), int(r.offsets[-1]), r.locator())
+                cols, r = self._decode_kept(r, threads)
+                yield Block(cols, len(r), int(r.offsets[-1]), r.locator())
         finally:
             raw.close()
 

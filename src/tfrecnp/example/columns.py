@@ -426,7 +426,20 @@ def concat_columns(columns: Sequence[Column]) -> Column:
         return Ragged.concat(columns)
     if isinstance(first, BytesColumn):
         return BytesColumn.concat(columns)
-    return np.concatenate(columns) if len(columns) > 1 else first
+    if len(columns) == 1:
+        return first
+    if len({c.shape[1:] for c in columns}) > 1:  # rows of different shapes: images of
+        return np.concatenate([_object_rows(c) for c in columns])  # many sizes (tn.Image)
+    return np.concatenate(columns)
+
+
+def _object_rows(column: np.ndarray) -> np.ndarray:
+    """A column as an object array of its rows (an object column already is one)."""
+    if column.dtype == object and column.ndim == 1:
+        return column
+    out = np.empty(len(column), object)
+    out[:] = list(column)
+    return out
 
 
 def slice_column(column: Any, a: int, b: int) -> Any:

@@ -318,7 +318,9 @@ class Decoder:
         columns = {}
         for f, c in enumerate(feats):
             column = self._wrap(c, outs[f][1], table[:, f], batch)
-            columns[c.name] = column if c.outer is None else c.outer.finish(column)
+            if c.outer is not None:
+                column = c.outer.finish(column, name=c.name, where=batch.where)
+            columns[c.name] = column
         return columns
 
     def _allocate(self, c: _Compiled, f: int, n: int, sums: list, table, batch) -> tuple:
@@ -528,9 +530,14 @@ def _schema_message(c: _Compiled, code: str, row: np.ndarray, where: str) -> str
     steps, bad_step = int(row[_core.ROW_STEPS]), int(row[_core.ROW_BAD_STEP])
     bad_value, kind = int(row[_core.ROW_BAD_VALUE]), int(row[_core.ROW_KIND]) & 0xFF
     spec = c.spec
-    spelled = spec.spell()
+    spelled = (c.outer or spec).spell()  # tn.Image(), not the tn.Bytes() it reads
     n_values = f"{format_count(count)} value" + ("" if count == 1 else "s")
     if code == "missing":
+        if c.outer is not None:
+            return (
+                f"{c.label} is missing at {where}; {spelled} needs a value in every record "
+                "(select the records that have one, or read it as tn.VarLen('bytes'))"
+            )
         if isinstance(spec, Raw):
             return (
                 f"{c.label} is missing at {where}; {spelled} reads one bytes value per record "

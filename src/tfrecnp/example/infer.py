@@ -156,7 +156,7 @@ def _stats(s: Survey, rows: np.ndarray, firsts: np.ndarray, where: str) -> Featu
         firsts = [f for f in firsts[rows][present] if f]
         for magic, image in IMAGE_MAGIC.items():
             if firsts and all(f.startswith(magic) for f in firsts):
-                stats.notes.append(f"{image} images")
+                stats.notes.append(f"{image} images: read pixels with tn.Image()")
         sizes = s.nbytes[rows][present]
         size = int(sizes[0])
         text = bool(firsts) and all(f.isascii() and f.decode().isprintable() for f in firsts)

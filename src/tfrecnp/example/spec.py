@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -161,8 +162,11 @@ class Feature:
         """The FixedLen / VarLen / Raw the decoder reads for this feature (None: itself)."""
         return None
 
-    def finish(self, column: Any) -> Any:
-        """Turn the column read for decode_as() into this feature's column."""
+    def finish(
+        self, column: Any, *, name: str = "", where: Callable[[int], tuple[str, int]] | None = None
+    ) -> Any:
+        """Turn the column read for decode_as() into this feature's column. name: the
+        feature's; where(row) -> (path, record) names a row in errors."""
         return column
 
     def to_json(self) -> dict:
@@ -386,6 +390,11 @@ class Sequence:
         self.context = as_spec(dict(context or {}), _where="Sequence context")
         self.sequence = as_spec(dict(sequence or {}), _where="Sequence sequence", _steps=True)
         for name, f in self.sequence.items():
+            if type(f) not in (FixedLen, VarLen, Raw):
+                raise ValueError(
+                    f"sequence feature {name!r}: {f.spell()} is read once per record, not per "
+                    "step; put it in the context, or read the steps as tn.VarLen('bytes')"
+                )
             if isinstance(f, FixedLen) and f.default is not None:
                 raise ValueError(f"sequence feature {name!r}: a sequence feature takes no default")
             if isinstance(f, Raw) and (f.ragged or (f.shape and -1 in f.shape)):
@@ -437,9 +446,17 @@ def register_feature_type(cls: type[Feature]) -> type[Feature]:
     return cls
 
 
+# Feature kinds defined in modules built on this one, imported when their JSON is read (by
+# name, so this module does not import them).
+LAZY_FEATURE_TYPES = {"Image": "tfrecnp.example.image"}
+
+
 def feature_from_json(obj: dict) -> Feature:
+    kind = obj.get("type") if isinstance(obj, dict) else None
+    if kind in LAZY_FEATURE_TYPES and kind not in FEATURE_TYPES:
+        importlib.import_module(LAZY_FEATURE_TYPES[kind])
     if not isinstance(obj, dict) or obj.get("type") not in FEATURE_TYPES:
-        known = ", ".join(sorted(FEATURE_TYPES))
+        known = ", ".join(sorted({*FEATURE_TYPES, *LAZY_FEATURE_TYPES}))
         raise ValueError(f"not a feature spec: {obj!r} (expected a dict with type one of {known})")
     try:
         return FEATURE_TYPES[obj["type"]].from_json(obj)
@@ -580,7 +597,8 @@ def _is_spec_json(spec: Any) -> bool:
         return False
     if spec.get("format") == SPEC_FORMAT:
         return True
-    return all(isinstance(v, Mapping) and v.get("type") in FEATURE_TYPES for v in spec.values())
+    known = {*FEATURE_TYPES, *LAZY_FEATURE_TYPES}
+    return all(isinstance(v, Mapping) and v.get("type") in known for v in spec.values())
 
 
 def as_spec(spec: Any, *, _where: str = "spec", _steps: bool = False) -> Spec:

@@ -18,6 +18,8 @@ Ragged                         the row's values, any number          VarLen(dtyp
 BytesColumn                    bytes_list of one value               Bytes()
 numbers, encoding="raw"        one bytes value: the row's raw        Raw(dtype, shape)
                                little-endian bytes
+uint8 [n, h, w, c], encoding   one bytes value: the image encoded    Image(c)
+"jpeg" / "jpeg:Q" / "png"      (Pillow; JPEG quality Q, default 95)
 =============================  ====================================  =========================
 
 float_list holds float32: float64 values are rounded, and finite ones beyond float32's
@@ -52,6 +54,7 @@ from ..format.compression import normalize_compression
 from ..format.reader import RecordReader
 from ..format.writer import RecordWriter, check_index_option
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged, check_lengths
+from .image import Image, encode_images
 from .spec import FixedLen, Raw, Sequence, VarLen
 from .write_sequence import SequenceColumn, encode_sequence_examples
 
@@ -62,6 +65,7 @@ MAX_BATCH_ROWS = 1 << 17
 EXAMPLE_BUFFER = 1024  # write_example: records gathered before they are encoded together
 INT64_MAX = (1 << 63) - 1
 ENCODINGS = (None, "list", "raw")
+IMAGE_ENCODINGS = ("jpeg", "png")  # "jpeg" takes a quality: "jpeg:90" (default 95)
 _BYTES_TYPES = (bytes, bytearray, memoryview, np.bytes_, str, np.str_)
 
 
@@ -109,6 +113,8 @@ class _Desc:
         return "float_list" if np.dtype(self.dtype).kind == "f" else "int64_list"
 
     def spec(self):
+        if self.form == "image":
+            return Image(self.shape[0])
         if self.form == "fixed":
             return FixedLen(self.shape, self.dtype)
         if self.form == "varlen":
@@ -119,10 +125,17 @@ class _Desc:
         """The description covering records written as self and as other (a later batch)."""
         if other == self:
             return self
-        if other.wire != self.wire or (other.form == "raw") != (self.form == "raw"):
+        if other.wire != self.wire or (other.form in ("raw", "image")) != (
+            self.form in ("raw", "image")
+        ):
             raise SchemaError(
                 f"feature {name!r} was written as {self._say()} but this batch holds "
                 f"{other._say()}; one feature keeps one kind in a file (cast the column)"
+            )
+        if self.form == "image" or other.form == "image":
+            raise SchemaError(
+                f"feature {name!r} was written as {self._say()} but this batch holds "
+                f"{other._say()}; one feature keeps one kind in a file"
             )
         if self.form == "raw":
             if self.dtype != other.dtype:
@@ -147,6 +160,8 @@ class _Desc:
         return self.shape if self.form == "varlen" else self.shape[1:]
 
     def _say(self) -> str:
+        if self.form == "image":
+            return f"images of {self.shape[0]} channels"
         if self.form == "raw":
             return f"raw {self.dtype} bytes"
         return f"{self.wire} ({self.dtype})"
@@ -338,6 +353,43 @@ class _BytesValues(_Column):
         return (self.key, encode.BYTES, part.data, part.offsets, 0, None, 1)
 
 
+class _ImageColumn(_Column):
+    """uint8 [n, h, w, c] (or [n, h, w]) pixels, each row encoded as one JPEG or PNG."""
+
+    def __init__(self, name: str, col: Any, encoding: str):
+        fmt, _, quality = encoding.partition(":")
+        if fmt not in IMAGE_ENCODINGS or (quality and (fmt != "jpeg" or not quality.isdigit())):
+            raise ValueError(
+                f"encoding[{name!r}] must be 'jpeg', 'jpeg:QUALITY' (1..100) or 'png', "
+                f"not {encoding!r}"
+            )
+        shape = tuple(int(d) for d in getattr(col, "shape", ()))
+        dtype = np.dtype(getattr(col, "dtype", object))
+        if (
+            dtype != np.uint8
+            or len(shape) not in (3, 4)
+            or (len(shape) == 4 and shape[3] not in (1, 3, 4))
+        ):
+            raise SchemaError(
+                f"feature {name!r}: encoding {encoding!r} takes uint8 images [n, h, w, c] "
+                f"with c 1, 3 or 4, not {dtype} {list(shape)}"
+            )
+        channels = shape[3] if len(shape) == 4 else 1
+        if fmt == "jpeg" and channels == 4:
+            raise SchemaError(f"feature {name!r}: JPEG has no alpha channel; use 'png'")
+        self.name, self.key, self.col = name, name.encode("utf-8"), col
+        self.fmt, self.quality = fmt, int(quality or 95)
+        self.n = shape[0]
+        self.desc = _Desc("image", "bytes", (channels,))
+        self.row_bytes = math.prod(shape[1:]) / 4  # about what one row encodes to, or less
+
+    def feature(self, a: int, b: int) -> tuple:
+        images = np.asarray(self.col[a:b])
+        blobs = encode_images(images, self.fmt, quality=self.quality)
+        part = BytesColumn.from_list(blobs)
+        return (self.key, encode.BYTES, part.data, part.offsets, 0, None, 1)
+
+
 class _RaggedColumn(_Column):
     """A Ragged: each record holds its row's values (numbers or bytes)."""
 
@@ -478,12 +530,13 @@ def _is_bytes_row(v: Any) -> bool:
     )
 
 
-def _encodings(encoding: Any, names: Iterable[str]) -> dict[str, bool]:
-    """encoding (None, "list", "raw" or a dict of those per feature) -> {name: raw?}."""
+def _encodings(encoding: Any, names: Iterable[str]) -> dict[str, Any]:
+    """encoding (None, "list", "raw" or a dict of those, or image encodings, per feature)
+    -> {name: encoding}."""
     names = list(names)
     if encoding is None or isinstance(encoding, str):
         _check_encoding(encoding, "encoding")
-        return {n: encoding == "raw" for n in names}
+        return {n: encoding for n in names}
     if not isinstance(encoding, Mapping):
         raise TypeError(f"encoding must be None, 'list', 'raw' or a dict, not {encoding!r}")
     unknown = [k for k in encoding if k not in names]
@@ -494,12 +547,18 @@ def _encodings(encoding: Any, names: Iterable[str]) -> dict[str, bool]:
         )
     out = {}
     for n in names:
-        _check_encoding(encoding.get(n), f"encoding[{n!r}]")
-        out[n] = encoding.get(n) == "raw"
+        _check_encoding(encoding.get(n), f"encoding[{n!r}]", images=True)
+        out[n] = encoding.get(n)
     return out
 
 
-def _check_encoding(value: Any, what: str) -> None:
+def _is_image_encoding(value: Any) -> bool:
+    return isinstance(value, str) and value.partition(":")[0] in IMAGE_ENCODINGS
+
+
+def _check_encoding(value: Any, what: str, *, images: bool = False) -> None:
+    if images and _is_image_encoding(value):
+        return
     if value not in ENCODINGS:
         raise ValueError(f"{what} must be None, 'list' or 'raw', not {value!r}")
 
@@ -519,7 +578,8 @@ def _prepare(
         )
     if not columns:
         raise ValueError("no columns to write: pass a dict of feature name -> column")
-    raw = _encodings(encoding, columns)
+    encodings = _encodings(encoding, columns)
+    raw = {name: how == "raw" for name, how in encodings.items()}
     missing = sorted(set(sequence) - set(columns))
     if missing:
         raise KeyError(
@@ -529,6 +589,8 @@ def _prepare(
     cols = [
         SequenceColumn(name, col, _column, raw[name])
         if name in sequence
+        else _ImageColumn(name, col, encodings[name])
+        if _is_image_encoding(encodings[name])
         else _column(name, col, raw[name])
         for name, col in columns.items()
     ]
@@ -586,7 +648,7 @@ class Writer(CloseOrAbort):
         check_index_option(index, self.compression)
         if isinstance(encoding, Mapping):
             for k, v in encoding.items():
-                _check_encoding(v, f"encoding[{k!r}]")
+                _check_encoding(v, f"encoding[{k!r}]", images=True)
         else:
             _check_encoding(encoding, "encoding")
         self.encoding = encoding
@@ -804,7 +866,7 @@ def _compare_values(
     input columns (the float32 / int64 / bytes the records were made of)."""
     from .decode import Decoder  # imported when verifying only
 
-    decoder = Decoder(spec)
+    decoder = Decoder({k: f.decode_as() or f for k, f in spec.items()})  # images: their bytes
     row_bytes = sum(c.row_bytes for c in cols) + 16
     step = int(min(MAX_BATCH_ROWS, max(1, BATCH_BYTES // max(1.0, row_bytes))))
     a = 0
