@@ -27,6 +27,7 @@ def convert_arrays(
     index: bool = False,
     progress: bool = True,
     verify: bool = False,
+    storage_options: dict | None = None,
 ) -> WriteResult:
     """Convert an array file (.npy, .npz, HDF5, Zarr, folder of .npy) to TFRecord files.
 
@@ -62,6 +63,7 @@ def convert_arrays(
             progress=progress,
             verify=verify,
             sequence=sequence,
+            storage_options=storage_options,
         )
 
 
@@ -74,12 +76,15 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
     An array file (.npy, .npz, HDF5, Zarr, a folder of .npy) -> TFRecord files at dst:
     `convert_arrays` with its options (feature, key, encoding, compression,
     records_per_shard, index, progress, verify); returns what it returns.
+    Either side may be a URL of any fsspec filesystem; storage_options go to it.
     """
     if is_array_source(src):
         return convert_arrays(src, dst, **options)
     open_options = {
         k: options.pop(k) for k in ("spec", "compression", "verify_crc", "on_error") if k in options
     }
+    if "storage_options" in options:
+        open_options["storage_options"] = options["storage_options"]
     select = options.pop("select", None)
     ds = open(src, **open_options)
     if select is not None:

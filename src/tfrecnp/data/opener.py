@@ -30,6 +30,7 @@ def open(
     compression: str | None = "auto",
     verify_crc: bool = True,
     on_error: str = "raise",
+    storage_options: dict | None = None,
 ) -> Dataset:
     """Open TFRecord files, an array file or arrays as a Dataset (nothing is read until
     asked for).
@@ -44,7 +45,8 @@ def open(
     file (a group: every dataset in it), the members of a .npz, the arrays of a Zarr group.
     compression: "auto" (per file, from its first bytes), None, "GZIP", "ZLIB".
     verify_crc=False skips payload CRCs. on_error="skip" / "warn" skips damaged records
-    (listed in ds.corruptions) instead of raising.
+    (listed in ds.corruptions) instead of raising. TFRecord paths may be URLs of any
+    fsspec filesystem (s3://, gs://, memory://, ...), with storage_options passed to it.
     """
     if on_error not in ("raise", "skip", "warn"):
         raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
@@ -56,7 +58,7 @@ def open(
         raise ValueError(
             "key= picks arrays from an array file (.npz, HDF5, Zarr); TFRecord files take none"
         )
-    files = Files(expand_paths(paths), compression, verify_crc, on_error)
+    files = Files(expand_paths(paths, storage_options), compression, verify_crc, on_error)
     if spec is None:
         spec = infer_spec(files.paths, compression=compression)
     return RecordDataset(files, _load_spec(spec))

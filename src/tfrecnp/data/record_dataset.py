@@ -17,12 +17,12 @@ and errors name the file, the record's number in it and its byte offset.
 from __future__ import annotations
 
 import itertools
-import os
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from .._util import fs
 from .._util.text import format_count
 from ..errors import CorruptRecordError
 from ..example.decode import Decoder
@@ -92,7 +92,7 @@ class RecordDataset(Dataset):
     def _progress_totals(self) -> tuple[int | None, int | None]:
         files = self._files
         total = len(self) if files.indexed or not self._whole() else None
-        size = sum(os.path.getsize(p) for p in files.paths) if files.seekable else None
+        size = sum(fs.size(p) for p in files.paths) if files.seekable else None
         return total, size
 
     def _check_random_access(self, what: str) -> None:
