@@ -108,7 +108,7 @@ def read_head(path: Any, n: int) -> bytes:
             return f.read(n)
     fs, inner = _split(path)
     size = fs.size(inner)
-    return fs.cat_file(inner, 0, min(n, size)) if size else b""
+    return fs.cat_file(inner, start=0, end=min(n, size)) if size else b""
 
 
 def read_text(path: Any) -> str:
@@ -220,6 +220,7 @@ def discard(file: Any) -> None:
     with contextlib.suppress(Exception):  # we are failing already; the delete follows
         if drop is not None:
             drop()
+            file.closed = True  # (fsspec files) nothing left to flush: close is a no-op
             return
     with contextlib.suppress(Exception):
         file.close()

@@ -62,7 +62,7 @@ def _not_ours(path: str, why: str) -> TFRecordError:
     )
 
 
-def load(path: str | os.PathLike) -> Arrays:
+def load(path: str | os.PathLike, *, storage_options: dict | None = None) -> Arrays:
     """Open what `Dataset.save` wrote: {feature: column}, without reading the data.
 
     .npy folders and .npz files give memory-mapped ndarrays (Ragged / BytesColumn over
@@ -71,7 +71,7 @@ def load(path: str | os.PathLike) -> Arrays:
     memory://, any fsspec filesystem) is copied to a local temporary folder first.
     """
     if fs.is_url(path):
-        remote = fs.resolve(path)
+        remote = fs.resolve(path, storage_options)
         if not fs.exists(remote):
             raise FileNotFoundError(f"no such file or folder: {remote}")
         path = fs.fetch_copy(remote)

@@ -10,9 +10,7 @@ from typing import Any
 from ..arrays.sources import array_format, open_arrays
 from ..example.write import WriteResult, write
 from ..format.paths import Paths
-from .opener import is_array_source, open
-
-ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
+from .opener import ARRAY_SUFFIXES, fetch_remote_arrays, is_array_source, open
 
 
 def convert_arrays(
@@ -35,7 +33,7 @@ def convert_arrays(
     file's name; `feature` renames a single one, `key` picks some), each row a record. Reads
     in slices, so files larger than memory stream through. Options as for `write`.
     """
-    src = os.fspath(src)
+    src = fetch_remote_arrays(src, storage_options) or os.fspath(src)
     if os.fspath(dst).endswith(ARRAY_SUFFIXES):
         raise ValueError(
             f"{dst}: array files convert to TFRecord files (give a .tfrecord path); "
@@ -78,7 +76,7 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
     records_per_shard, index, progress, verify); returns what it returns.
     Either side may be a URL of any fsspec filesystem; storage_options go to it.
     """
-    if is_array_source(src):
+    if is_array_source(src, options.get("storage_options")):
         return convert_arrays(src, dst, **options)
     open_options = {
         k: options.pop(k) for k in ("spec", "compression", "verify_crc", "on_error") if k in options
