@@ -156,7 +156,7 @@ class _Stream:
     read front to back through a decompressor.
     """
 
-    def __init__(self, path: str, compression: str | None):
+    def __init__(self, path: str, compression: str | None, span: tuple[int, int] | None = None):
         self.path = path
         self.raw = fs.open_read(path)  # closed by close(); remote files read ahead MiBs
         self.remote = fs.is_url(path)
@@ -173,6 +173,9 @@ class _Stream:
         self.base = self.start = self.end = 0
         self.eof = False
         self.damage: Exception | None = None  # why a compressed stream stopped early
+        if span is not None:  # bytes start..stop of an uncompressed file: it ends at stop
+            self.jump(span[0])
+            self.size = span[1]
 
     def close(self) -> None:
         self.view.release()
@@ -194,6 +197,8 @@ class _Stream:
             self.base += self.start
             self.start, self.end = 0, kept
         goal = max(need, read_size)
+        if self.size is not None:  # never read past the end of the file (or of its span)
+            goal = min(goal, self.size - self.base)
         while self.end < goal and not self.eof:
             if self.end == len(self.buf):
                 self.view.release()
@@ -206,6 +211,8 @@ class _Stream:
             if not got:
                 self.eof = True
             self.end += got
+        if self.size is not None and self.end >= self.size - self.base:
+            self.eof = True
 
     def jump(self, offset: int) -> None:
         """Continue at stream offset `offset` (uncompressed files only), discarding the buffer."""
@@ -278,17 +285,40 @@ class RecordReader:
                 pass
             yield RecordIndex(path, *heads.arrays())
 
-    def _walk(self, path: str, sink: _BatchBuilder | _Headers):
-        """For one file: fills the batch `sink`, yielding it whenever it is full, or
-        collects frame offsets and lengths into `sink` from a header-only walk."""
+    def span_batches(
+        self, path: str, start: int, stop: int, first: int, batch_size: int
+    ) -> Iterator[RecordBatch]:
+        """Batches of the records whose frames fill bytes start..stop of one uncompressed
+        file, numbered from record `first` in errors: a share of a large file (a Ray read
+        task's), found from its index."""
+        batch = _BatchBuilder(batch_size)
+        try:
+            yield from self._walk(path, batch, (start, stop), first)
+        except CorruptRecordError:
+            if batch.n:
+                yield batch.take()
+            raise
+        if batch.n:
+            yield batch.take()
+
+    def _walk(
+        self,
+        path: str,
+        sink: _BatchBuilder | _Headers,
+        span: tuple[int, int] | None = None,
+        first: int = 0,
+    ):
+        """For one file (or bytes span[0]..span[1] of it, records numbered from `first`):
+        fills the batch `sink`, yielding it whenever it is full, or collects frame offsets
+        and lengths into `sink` from a header-only walk."""
         compression = (
             file_compression(path, self.compression)
             if self.compression == "auto"
             else self.compression
         )
-        stream = _Stream(path, compression)
+        stream = _Stream(path, compression, span if compression is None else None)
         try:
-            yield from _walk_stream(self, stream, sink)
+            yield from _walk_stream(self, stream, sink, first)
         finally:
             stream.close()
 
@@ -485,12 +515,11 @@ class _Headers:
         )
 
 
-def _walk_stream(reader: RecordReader, s: _Stream, sink: _BatchBuilder | _Headers):
+def _walk_stream(reader: RecordReader, s: _Stream, sink: _BatchBuilder | _Headers, record: int = 0):
     batch = sink if isinstance(sink, _BatchBuilder) else None
     # a local header-only walk seeks over payloads; a remote one reads through (a request
     # per seek would cost more than the bytes it saves)
     seek_headers = batch is None and s.compression is None and not s.remote
-    record = 0
     s.fill(12)
     while True:
         if batch is None:
