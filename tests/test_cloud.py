@@ -196,6 +196,20 @@ def test_memory_write_and_cli(memfs, capsys):
     assert main(["count", "memory://m/data.tfrecord"]) == 0
     assert "50" in capsys.readouterr().out
     assert main(["count", "--json", "memory://m/"]) == 0
+    assert main(["index", "memory://m/data.tfrecord"]) == 0
+    assert memfs.exists("/m/data.tfrecord.idx")
+    assert not [p for p in memfs.ls("/m", detail=False) if "/." in p]  # no temporaries left
+    ds = tn.open("memory://m/")
+    assert len(ds) == 50 and int(ds[49]["label"]) == 49
+
+
+def test_gzip_over_memory(memfs):
+    cols = _columns(400)
+    out = tn.write("memory://z/data.tfrecord.gz", cols, compression="GZIP", progress=False)
+    assert memfs.cat_file("/z/data.tfrecord.gz")[:2] == b"\x1f\x8b"
+    _same(tn.open(out.paths).to_numpy(), cols)
+    with pytest.raises(tn.RandomAccessError):
+        tn.open("memory://z/")[3]
 
 
 def test_local_paths_never_import_fsspec(tmp_path):

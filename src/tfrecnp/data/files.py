@@ -4,9 +4,11 @@ of frames (`os.preadv`, no shared file position; for URLs, ranged requests sent 
 through fsspec's cat_ranges), and a check that what was read is what the index promised.
 
 Remote reads by position merge neighbouring runs across gaps, smallest gaps first, while
-the bytes read stay within twice those asked for plus REMOTE_SLACK: a request costs about
-as much as a few MiB of transfer, so a shuffled block of thousands of records costs a few
-requests per file rather than one per record.
+the bytes read stay within three times those asked for plus REMOTE_SLACK: a request costs
+about as much as a few MiB of transfer, so a dense selection (a slice, a shard, a shuffled
+block of a small dataset) costs a few requests per file rather than one per record. A
+sparse one (a shuffled block of a dataset many times the block) still costs about a request
+per run of records: streamed shuffling (shuffle=N) is the remote-friendly way.
 
 Records stay in their TFRecord frames (`Frames`) until a batch is gathered from them; a
 record's location is ``file number << LOC_BITS | record number in the file``, so errors in
@@ -38,7 +40,7 @@ LOC_BITS = 40  # a record's location: file number << LOC_BITS | record number in
 LOC_MASK = (1 << LOC_BITS) - 1
 RUN_GAP = 4096  # read_rows reads records this close together (in bytes) in one read
 OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
-REMOTE_SLACK = 8 << 20  # bytes a remote read by position may read beyond what it needs
+REMOTE_SLACK = 32 << 20  # bytes a remote read by position may read beyond 3x what it needs
 
 
 class RandomAccessError(TFRecordError, ValueError):
@@ -433,11 +435,11 @@ def read_record(files: Files, g: int) -> Frames:
 
 def _cheap_joins(gap: np.ndarray, same: np.ndarray, asked: int) -> np.ndarray:
     """Which neighbours a remote read joins: the smallest gaps first (a gap is the bytes
-    read in between), while their total stays within asked + REMOTE_SLACK bytes."""
+    read in between), while their total stays within 2 x asked + REMOTE_SLACK bytes."""
     joins = np.zeros(len(gap), bool)
     candidates = np.flatnonzero(same & (gap >= 0))
     order = candidates[np.argsort(gap[candidates], kind="stable")]
-    affordable = np.cumsum(gap[order]) <= asked + REMOTE_SLACK
+    affordable = np.cumsum(gap[order]) <= 2 * asked + REMOTE_SLACK
     joins[order[affordable]] = True
     return joins
 
