@@ -2,8 +2,8 @@
 write_tfrecords, on a local Ray with 2 CPUs, the same files for both.
 
 Data: 8 shards of 25 k tf.train.Example records (200 k rows, about 34 MB): label (int64),
-x (16 float32), tokens (VarLen int64, 2..15 values: Ray's reader
-takes a list of one value for a scalar and then fails to join its blocks), generated once into bench-data/.
+x (16 float32), tokens (VarLen int64, 2..15 values: Ray's reader takes a list of one value
+for a scalar and then fails to join its blocks), generated once into bench-data/.
 
 Read: each contender builds its dataset and iterates it to the end in NumPy batches of 1024
 rows (ds.iter_batches(batch_size=1024, batch_format="numpy")), so planning, read tasks,
@@ -117,7 +117,12 @@ def main(argv: list[str] | None = None) -> int:
 
     ok = True
     for title, times, ours, peer in (
-        ("read (iter_batches 1024, numpy)", read_times, "tfrecnp.ray.read", "ray.data.read_tfrecords"),
+        (
+            "read (iter_batches 1024, numpy)",
+            read_times,
+            "tfrecnp.ray.read",
+            "ray.data.read_tfrecords",
+        ),
         ("write (8 shards)", write_times, "tfrecnp.ray.write", "Dataset.write_tfrecords"),
     ):
         print(f"\n{title}: {n:,} rows, {args.runs} runs, local Ray num_cpus=2")

@@ -19,6 +19,15 @@ def hidden_sibling(path: PathLike, tag: str = "tmp") -> str:
     return fs.join(folder, f".{name}.{tag}-{uuid.uuid4().hex[:8]}")
 
 
+def build_name(path: PathLike) -> str:
+    """Where an output for `path` is built: a hidden sibling; or, on an object store, `path`
+    itself when it is hidden already (a caller's temporary name that the caller renames),
+    since a rename there is a copy."""
+    if fs.is_url(path) and fs.basename(path).startswith("."):
+        return fs.resolve(path)
+    return hidden_sibling(path)
+
+
 class atomic_output:
     """Context manager giving a temporary path beside `path`; renamed onto it only when the
     block finishes without an exception, deleted otherwise."""

@@ -19,8 +19,10 @@ driver deletes every hidden file of the job, so nothing complete-looking is left
 from __future__ import annotations
 
 import itertools
+import os
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +47,7 @@ __all__ = ["read", "write"]
 
 TASK_BYTES = 256 << 20  # a file larger than this is split into read tasks of about this size
 BLOCK_BYTES = 16 << 20  # a read task yields blocks of about this many payload bytes
+RENAME_THREADS = 32  # the driver moves finished shards into place this many at a time
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -197,7 +200,10 @@ def read(
     """
     if on_error not in ("raise", "skip", "warn"):
         raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
-    files = expand_paths(paths, storage_options)
+    # absolute: read tasks run in workers whose working folder is not the driver's
+    files = [
+        p if fs.is_url(p) else os.path.abspath(p) for p in expand_paths(paths, storage_options)
+    ]
     spec = as_spec(spec) if spec is not None else infer_spec(files, compression=compression)
     source = TFRecordDatasource(
         files,
@@ -342,13 +348,13 @@ class TFRecordDatasink(Datasink):
         for r in done:
             if r not in kept:
                 _remove_shard(r[1])
-        paths = []
-        for k, (_, hidden, _, _) in enumerate(kept):
-            target = shard_name(self.path, k, len(kept))
-            fs.replace(hidden, target)
-            if fs.exists(index_path(hidden)):
-                fs.replace(index_path(hidden), index_path(target))
-            paths.append(target)
+        paths = [shard_name(self.path, k, len(kept)) for k in range(len(kept))]
+        moves = [(r[1], target) for r, target in zip(kept, paths, strict=True)]
+        if self.index:
+            moves += [(index_path(a), index_path(b)) for a, b in moves]
+        with ThreadPoolExecutor(min(RENAME_THREADS, len(moves) or 1)) as pool:
+            # on an object store a rename is a server-side copy: many at once
+            list(pool.map(lambda move: fs.replace(*move), moves))
         spec = next((r[3] for r in kept if r[3] is not None), self.spec)
         self.result = RayWriteResult(paths, spec, sum(r[2] for r in kept))
 
@@ -370,8 +376,6 @@ def _hidden_leftovers(folder: Any, tag: str) -> list[Any]:
         fsys, inner = folder.fs, folder.fs._strip_protocol(str(folder))
         names = fsys.ls(inner, detail=False) if fsys.exists(inner) else []
         return [fs.URL(fsys.unstrip_protocol(n), fsys) for n in names if tag in n]
-    import os
-
     return [os.path.join(folder, n) for n in os.listdir(folder) if tag in n]
 
 
@@ -402,6 +406,8 @@ def write(
             raise ValueError(f"num_shards must be at least 1, not {num_shards}")
         dataset = dataset.repartition(num_shards)
     target = fs.resolve(path, storage_options)
+    if not fs.is_url(target):
+        target = os.path.abspath(target)  # write tasks run in other working folders
     sink = TFRecordDatasink(
         target,
         spec=as_spec(spec) if spec is not None else None,

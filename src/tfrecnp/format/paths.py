@@ -96,7 +96,7 @@ def list_files(
     for c in candidates:
         if c.endswith(INDEX_SUFFIX) or not fs.isfile(c):
             continue
-        why = _not_records(c)
+        why = _not_records(c, look=not fs.is_url(c))  # remote: by name (a request each)
         (passed.append((c, why)) if why else found.append(c))
     if not found:
         if not passed:
@@ -118,11 +118,14 @@ def looks_like_records(path: str) -> bool:
     return _not_records(path) is None
 
 
-def _not_records(path: str) -> str | None:
-    """Why a file found in a folder or glob is not a TFRecord shard, or None if it is one."""
+def _not_records(path: str, look: bool = True) -> str | None:
+    """Why a file found in a folder or glob is not a TFRecord shard, or None if it is one;
+    look=False judges by the name alone."""
     name = fs.basename(path)
     if name.lower().endswith(NOT_RECORDS) or name.upper().split(".")[0] in NOT_RECORD_NAMES:
         return "by its name"
+    if not look:
+        return None
     head = fs.read_head(path, 1 << 16)
     if not head:
         return None  # an empty shard: a TFRecord file of no records

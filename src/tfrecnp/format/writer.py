@@ -12,7 +12,7 @@ import numpy as np
 
 from .._core import encode, framing
 from .._util import fs
-from .._util.atomic import CloseOrAbort, hidden_sibling, require_folder
+from .._util.atomic import CloseOrAbort, build_name, require_folder
 from .compression import CompressingWriter, normalize_compression
 from .index import index_path
 from .paths import INDEX_SUFFIX, PathLike
@@ -92,7 +92,7 @@ class RecordWriter(CloseOrAbort):
         check_index_option(index, self.compression)
         require_folder(self.path)
         self.index = bool(index)
-        self.tmp = hidden_sibling(self.path)
+        self.tmp = build_name(self.path)
         self.index_tmp = fs.suffixed(self.tmp, INDEX_SUFFIX) if index else None
         self.records = 0
         self.position = 0  # bytes of frames written: the uncompressed stream's length
@@ -165,7 +165,8 @@ class RecordWriter(CloseOrAbort):
         self._stop_thread()
         target = fs.resolve(path) if path is not None else self.path
         try:
-            fs.replace(self.tmp, target)
+            if self.tmp != target:
+                fs.replace(self.tmp, target)
             if self.index_tmp is not None:
                 fs.replace(self.index_tmp, index_path(target))
         except BaseException:
