@@ -188,6 +188,7 @@ def read(
     on_error: str = "raise",
     storage_options: dict | None = None,
     task_bytes: int = TASK_BYTES,
+    preserve_order: bool = True,
     ray_remote_args: dict | None = None,
 ) -> ray.data.Dataset:
     """TFRecord files of tf.train.Example as a ray.data.Dataset, one row per record.
@@ -197,6 +198,8 @@ def read(
     than task_bytes with a known index are split into several read tasks. Columns: dense
     features as primitive or tensor columns, VarLen (Ragged) as Arrow lists, bytes as
     binary. on_error="skip" / "warn" skips damaged records instead of failing the task.
+    preserve_order=True (this dataset's execution option) keeps the files' order, as a
+    local read gives it; False lets Ray hand out blocks as tasks finish.
     """
     if on_error not in ("raise", "skip", "warn"):
         raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
@@ -213,7 +216,9 @@ def read(
         on_error=on_error,
         task_bytes=task_bytes,
     )
-    return ray.data.read_datasource(source, ray_remote_args=ray_remote_args or {})
+    ds = ray.data.read_datasource(source, ray_remote_args=ray_remote_args or {})
+    ds.context.execution_options.preserve_order = preserve_order
+    return ds
 
 
 # --- columns <-> Arrow -----------------------------------------------------------------------
