@@ -48,6 +48,7 @@ __all__ = ["read", "write"]
 TASK_BYTES = 256 << 20  # a file larger than this is split into read tasks of about this size
 BLOCK_BYTES = 16 << 20  # a read task yields blocks of about this many payload bytes
 RENAME_THREADS = 32  # the driver moves finished shards into place this many at a time
+PLAN_THREADS = 32  # the driver looks at this many files at a time when planning a read
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -84,7 +85,9 @@ class TFRecordDatasource(Datasource):
         self.compression = compression
         self.verify_crc = verify_crc
         self.on_error = on_error
-        self.shares = [s for p in paths for s in _shares(p, compression, task_bytes)]
+        with ThreadPoolExecutor(PLAN_THREADS) as pool:  # a request or two per file, at once
+            planned = pool.map(lambda p: _shares(p, compression, task_bytes), paths)
+            self.shares = [s for group in planned for s in group]
         self._schema = _arrow_schema(spec)
 
     def estimate_inmemory_data_size(self) -> int | None:

@@ -59,7 +59,7 @@ class Files:
         self.compression = compression
         self.verify_crc = verify_crc
         self.on_error = on_error
-        self.kinds = [file_compression(p, compression) for p in paths]
+        self.kinds = _compressions(paths, compression)
         self.seekable = all(k is None for k in self.kinds)
         self.remote = any(fs.is_url(p) for p in paths)
         self.corruptions: list[CorruptRecordError] = []
@@ -211,6 +211,17 @@ class Files:
             "'out/')) and read rows from tn.load('out/'). Iteration, batches() and "
             "batches(shuffle=N) work on compressed files"
         )
+
+
+def _compressions(paths: list[str], compression: str | None) -> list[str | None]:
+    """Each file's compression; remote files are asked about 32 at a time (a request
+    each), local ones in turn."""
+    if not any(fs.is_url(p) for p in paths) or len(paths) < 2:
+        return [file_compression(p, compression) for p in paths]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(32) as pool:
+        return list(pool.map(lambda p: file_compression(p, compression), paths))
 
 
 # --- frames: records still in their TFRecord framing -------------------------------------------
