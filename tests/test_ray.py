@@ -110,3 +110,14 @@ def test_read_from_s3_same_as_local(ray_local, shards, s3):
     for p in out.paths:
         s3.fs.put_file(p, s3.url("ray/" + p.rsplit("/", 1)[-1]))
     _rows_equal(tnray.read(s3.url("ray/"), out.spec, storage_options=s3.options), cols)
+
+
+def test_dataset_to_ray(ray_local, shards):
+    out, cols = shards
+    ds = tn.open(out.paths, out.spec)
+    _rows_equal(ds.to_ray(), cols)
+    assert ds.select(["label"]).to_ray().columns() == ["label"]
+    with pytest.raises(ValueError, match="whole files"):
+        ds.take(10).to_ray()
+    with pytest.raises(TypeError, match="from_numpy"):
+        tn.open(np.arange(3)).to_ray()

@@ -465,6 +465,14 @@ class Dataset:
             prefetch=prefetch,
         )
 
+    def to_ray(self, **options: Any) -> Any:
+        """A ray.data.Dataset of these records, read and decoded by Ray's tasks (see
+        tfrecnp.ray.read). Needs Ray Data (pip install 'tfrecnp[ray]')."""
+        raise TypeError(
+            f"to_ray reads TFRecord files; this dataset holds {type(self).__name__} columns: "
+            "give them to ray.data.from_numpy / from_arrow, or tn.write them first"
+        )
+
     def to_torch(
         self,
         batch_size: int,
