@@ -7,6 +7,7 @@ TensorFlow is a test dependency: tests that ask for the `tf` fixture run, they n
 from __future__ import annotations
 
 import os
+import re
 import types
 
 import pytest
@@ -111,3 +112,89 @@ def pytest_runtest_makereport(item, call):
         report.outcome = "failed"
         report.longrepr = f"'Exception ignored' appeared on stderr during {report.when}:\n{err}"
     return report
+
+
+# --- real servers on the loopback address: an S3 (moto) and a local Ray ------------------
+
+
+@pytest.fixture(scope="session")
+def s3_server():
+    """moto's S3 server on 127.0.0.1 (a free port) for the whole session; yields its
+    storage_options (for s3fs) and a counter of the requests clients sent it."""
+    import logging
+
+    import boto3
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+        region_name="us-east-1",
+    )
+    options = {
+        "key": "testing",
+        "secret": "testing",
+        "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+    }
+    try:
+        yield types.SimpleNamespace(options=options, client=client, endpoint=endpoint)
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def s3(s3_server, request):
+    """A fresh bucket on the session's S3 server: .url(name) gives s3://bucket/name,
+    .options the storage_options, .fs an s3fs filesystem on it, .requests() the number
+    of requests sent through .fs so far."""
+    import s3fs
+
+    bucket = "t-" + re.sub(r"[^a-z0-9]+", "-", request.node.name.lower())[:50].strip("-")
+    s3_server.client.create_bucket(Bucket=bucket)
+    fs = s3fs.S3FileSystem(**s3_server.options)
+    sent = [0]
+
+    def count(**_):
+        sent[0] += 1
+
+    fs.s3.meta.events.register("before-send.s3", count)
+    yield types.SimpleNamespace(
+        url=lambda name="": f"s3://{bucket}/{name}",
+        bucket=bucket,
+        options=s3_server.options,
+        fs=fs,
+        requests=lambda: sent[0],
+    )
+    fs.rm(bucket, recursive=True)
+
+
+@pytest.fixture
+def memfs():
+    """fsspec's memory:// filesystem, emptied after the test."""
+    import fsspec
+
+    fs = fsspec.filesystem("memory")
+    yield fs
+    fs.store.clear()
+    fs.pseudo_dirs[:] = [""]
+
+
+@pytest.fixture(scope="session")
+def ray_local():
+    """A local Ray with 2 CPUs, started once for the session and shut down after it."""
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    try:
+        yield ray
+    finally:
+        ray.shutdown()

@@ -26,6 +26,7 @@ LAYERS = [
     "arrays",
     "adapters",
     "data",
+    "ray",
     "cli",
     "__init__",
     "__main__",

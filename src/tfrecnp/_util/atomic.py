@@ -7,14 +7,25 @@ import os
 import uuid
 from typing import TypeVar
 
+from . import fs
+
 PathLike = str | os.PathLike
 
 
 def hidden_sibling(path: PathLike, tag: str = "tmp") -> str:
     """A hidden, unique name beside `path` (``.name.tmp-1a2b3c4d``): where an output is
     built before it is renamed into place, on the same file system so the rename is atomic."""
-    folder, name = os.path.split(os.path.abspath(path))
-    return os.path.join(folder, f".{name}.{tag}-{uuid.uuid4().hex[:8]}")
+    folder, name = fs.split(path)
+    return fs.join(folder, f".{name}.{tag}-{uuid.uuid4().hex[:8]}")
+
+
+def build_name(path: PathLike) -> str:
+    """Where an output for `path` is built: a hidden sibling; or, on an object store, `path`
+    itself when it is hidden already (a caller's temporary name that the caller renames),
+    since a rename there is a copy."""
+    if fs.is_url(path) and fs.basename(path).startswith("."):
+        return fs.resolve(path)
+    return hidden_sibling(path)
 
 
 class atomic_output:
@@ -22,7 +33,7 @@ class atomic_output:
     block finishes without an exception, deleted otherwise."""
 
     def __init__(self, path: PathLike):
-        self.path = os.fspath(path)
+        self.path = fs.resolve(path)
         self.tmp = hidden_sibling(self.path)
 
     def __enter__(self) -> str:
@@ -31,10 +42,10 @@ class atomic_output:
     def __exit__(self, kind, value, traceback) -> None:
         try:
             if kind is None:
-                os.replace(self.tmp, self.path)
+                fs.replace(self.tmp, self.path)
         finally:
-            if os.path.exists(self.tmp):  # the block raised, or the rename itself failed
-                os.unlink(self.tmp)
+            if fs.exists(self.tmp):  # the block raised, or the rename itself failed
+                fs.remove(self.tmp)
 
 
 _Output = TypeVar("_Output", bound="CloseOrAbort")
@@ -74,7 +85,9 @@ class CloseOrAbort:
 
 def require_folder(path: str) -> None:
     """Outputs go into folders that exist: a typo in a path fails here, before any work,
-    rather than creating folders nobody asked for."""
+    rather than creating folders nobody asked for. Object stores have no folders."""
+    if fs.is_url(path):
+        return
     folder = os.path.dirname(path) or "."
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"cannot write {path}: no such directory {folder}")

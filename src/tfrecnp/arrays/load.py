@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util import fs
 from .._util.optional import install_hint
 from .._util.text import format_count
 from ..errors import TFRecordError
@@ -61,13 +62,19 @@ def _not_ours(path: str, why: str) -> TFRecordError:
     )
 
 
-def load(path: str | os.PathLike) -> Arrays:
+def load(path: str | os.PathLike, *, storage_options: dict | None = None) -> Arrays:
     """Open what `Dataset.save` wrote: {feature: column}, without reading the data.
 
     .npy folders and .npz files give memory-mapped ndarrays (Ragged / BytesColumn over
     memory-mapped values); HDF5 and Zarr give their datasets / arrays, read when sliced
-    (LazyRagged / LazyBytes for variable-length columns; [:] loads one).
+    (LazyRagged / LazyBytes for variable-length columns; [:] loads one). A URL (s3://,
+    memory://, any fsspec filesystem) is copied to a local temporary folder first.
     """
+    if fs.is_url(path):
+        remote = fs.resolve(path, storage_options)
+        if not fs.exists(remote):
+            raise FileNotFoundError(f"no such file or folder: {remote}")
+        path = fs.fetch_copy(remote)
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no such file or folder: {path}")

@@ -36,12 +36,14 @@ import json
 import math
 import os
 import shutil
+import tempfile
 import zipfile
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from .._util import fs
 from .._util.atomic import CloseOrAbort, hidden_sibling
 from .._util.optional import install_hint
 from ..errors import SchemaError
@@ -418,6 +420,17 @@ class ArraySink(CloseOrAbort):
         spec: Any = None,
         overwrite: bool = False,
     ):
+        self.remote = None  # a URL: built in a local folder, uploaded at close
+        if fs.is_url(path):
+            url = fs.resolve(path)
+            self.remote = fs.like(url, str(url).rstrip("/"))
+            if fs.exists(self.remote) and not overwrite:
+                raise FileExistsError(
+                    f"{self.remote} already exists; pass overwrite=True (--overwrite) to replace "
+                    "it, or choose another name"
+                )
+            self._stage = tempfile.mkdtemp(prefix="tfrecnp-save-")
+            path = os.path.join(self._stage, fs.basename(self.remote))
         self.path = os.fspath(path).rstrip("/" + os.sep) or os.fspath(path)
         self.format = output_format(path, format)
         self.spec = spec
@@ -507,7 +520,7 @@ class ArraySink(CloseOrAbort):
     def close(self) -> str:
         """Finish every array, write the manifest, and move the output into place."""
         if self.closed:
-            return self.path
+            return self.path if self.remote is None else self.remote
         try:
             for leaf in self._leaves:
                 leaf.finish()
@@ -527,11 +540,14 @@ class ArraySink(CloseOrAbort):
             else:
                 self._zarr.attrs["tfrecnp"] = manifest
             self._publish()
+            if self.remote is not None:
+                fs.publish_upload(self.path, self.remote, last=MANIFEST)
+                shutil.rmtree(self._stage, ignore_errors=True)
         except BaseException:
             self.abort()
             raise
         self.closed = True
-        return self.path
+        return self.path if self.remote is None else self.remote
 
     def _pack_npz(self, manifest: str) -> None:
         with zipfile.ZipFile(self.tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
@@ -565,6 +581,8 @@ class ArraySink(CloseOrAbort):
         _remove(self.tmp)
         if self.format == "npz":
             _remove(self.tmp + ".d")
+        if self.remote is not None:
+            shutil.rmtree(self._stage, ignore_errors=True)
 
 
 # --- loading ---------------------------------------------------------------------------------

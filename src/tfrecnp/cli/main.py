@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util import fs
 from .._util.progress import Progress
 from .._util.text import format_count, format_size
 from .._version import __version__
@@ -78,7 +79,7 @@ def cmd_count(args: argparse.Namespace) -> int:
 def cmd_index(args: argparse.Namespace) -> int:
     rows = []
     paths = expand_paths(args.paths)
-    sizes = [os.path.getsize(p) for p in paths]
+    sizes = [fs.size(p) for p in paths]
     show = not (args.json or args.no_progress)
     with Progress("index", total_bytes=sum(sizes), enabled=show) as bar:
         for path, size in zip(paths, sizes, strict=True):
@@ -104,7 +105,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     writer = RecordWriter(args.salvage) if args.salvage else None
     files = []
     plain = all(file_compression(p, _compression(args)) is None for p in reader.paths)
-    total = sum(os.path.getsize(p) for p in reader.paths) if plain else None
+    total = sum(fs.size(p) for p in reader.paths) if plain else None
     bar = Progress("verify", total_bytes=total, enabled=not (args.json or args.no_progress))
     try:
         for path in reader.paths:
@@ -555,7 +556,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tfrecnp",
         description="Move data between TFRecord files and NumPy arrays, fast, in bounded memory.",
-        epilog="Run `tfrecnp COMMAND --help` for each command's options.",
+        epilog="Run `tfrecnp COMMAND --help` for each command's options. Paths may be URLs "
+        "(s3://, gs://, memory://, any fsspec filesystem); their options come from fsspec's "
+        'environment variables, e.g. FSSPEC_S3=\'{"client_kwargs": {"endpoint_url": ...}}\'.',
     )
     parser.add_argument("--version", action="version", version=f"tfrecnp {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

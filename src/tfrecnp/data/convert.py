@@ -10,9 +10,7 @@ from typing import Any
 from ..arrays.sources import array_format, open_arrays
 from ..example.write import WriteResult, write
 from ..format.paths import Paths
-from .opener import is_array_source, open
-
-ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
+from .opener import ARRAY_SUFFIXES, fetch_remote_arrays, is_array_source, open
 
 
 def convert_arrays(
@@ -27,6 +25,7 @@ def convert_arrays(
     index: bool = False,
     progress: bool = True,
     verify: bool = False,
+    storage_options: dict | None = None,
 ) -> WriteResult:
     """Convert an array file (.npy, .npz, HDF5, Zarr, folder of .npy) to TFRecord files.
 
@@ -34,7 +33,7 @@ def convert_arrays(
     file's name; `feature` renames a single one, `key` picks some), each row a record. Reads
     in slices, so files larger than memory stream through. Options as for `write`.
     """
-    src = os.fspath(src)
+    src = fetch_remote_arrays(src, storage_options) or os.fspath(src)
     if os.fspath(dst).endswith(ARRAY_SUFFIXES):
         raise ValueError(
             f"{dst}: array files convert to TFRecord files (give a .tfrecord path); "
@@ -62,6 +61,7 @@ def convert_arrays(
             progress=progress,
             verify=verify,
             sequence=sequence,
+            storage_options=storage_options,
         )
 
 
@@ -74,12 +74,15 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
     An array file (.npy, .npz, HDF5, Zarr, a folder of .npy) -> TFRecord files at dst:
     `convert_arrays` with its options (feature, key, encoding, compression,
     records_per_shard, index, progress, verify); returns what it returns.
+    Either side may be a URL of any fsspec filesystem; storage_options go to it.
     """
-    if is_array_source(src):
+    if is_array_source(src, options.get("storage_options")):
         return convert_arrays(src, dst, **options)
     open_options = {
         k: options.pop(k) for k in ("spec", "compression", "verify_crc", "on_error") if k in options
     }
+    if "storage_options" in options:
+        open_options["storage_options"] = options["storage_options"]
     select = options.pop("select", None)
     ds = open(src, **open_options)
     if select is not None:

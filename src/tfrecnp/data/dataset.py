@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util import fs
 from .._util.memory import available_memory
 from .._util.progress import Progress
 from .._util.text import format_count, format_size
@@ -410,17 +411,20 @@ class Dataset:
         progress: bool = True,
         overwrite: bool = False,
         batch_size: int | None = None,
+        storage_options: dict | None = None,
     ) -> str:
         """Write every record to `out` as "npy" (a folder of .npy files), "npz", "hdf5" or
         "zarr" (format from the argument or the extension; no extension: npy). Streams:
         records are read, decoded and appended a block of about 4 MiB at a time (or
         `batch_size` records), so memory stays at a few blocks however large the dataset.
-        The output appears only when complete. Returns its path; open it with tn.load(out)."""
+        The output appears only when complete. Returns its path; open it with tn.load(out).
+        `out` may be a URL (s3://, memory://, ...; storage_options for its filesystem): the
+        output is built in a local temporary folder and uploaded when complete."""
         fmt = output_format(out, format)
         if batch_size is not None:
             _check_batch_size(batch_size)
         total, size = self._progress_totals()
-        sink = ArraySink(out, fmt, spec=self.spec, overwrite=overwrite)
+        sink = ArraySink(fs.resolve(out, storage_options), fmt, spec=self.spec, overwrite=overwrite)
         bar = Progress(f"saving {os.fspath(out)}", total=total, total_bytes=size, enabled=progress)
         try:
             block = int(batch_size or block_records(1, self._mean_record_bytes()))
@@ -469,6 +473,14 @@ class Dataset:
             pad=pad,
             truncate=truncate,
             prefetch=prefetch,
+        )
+
+    def to_ray(self, **options: Any) -> Any:
+        """A ray.data.Dataset of these records, read and decoded by Ray's tasks (see
+        tfrecnp.ray.read). Needs Ray Data (pip install 'tfrecnp[ray]')."""
+        raise TypeError(
+            f"to_ray reads TFRecord files; this dataset holds {type(self).__name__} columns: "
+            "give them to ray.data.from_numpy / from_arrow, or tn.write them first"
         )
 
     def to_torch(

@@ -1,7 +1,14 @@
 """The files of a dataset and reads by position: an index of every record (frame offsets
 and payload lengths, from header-only scans or `.idx` sidecars), positioned reads of runs
-of frames (`os.preadv`, no shared file position), and a check that what was read is what
-the index promised.
+of frames (`os.preadv`, no shared file position; for URLs, ranged requests sent together
+through fsspec's cat_ranges), and a check that what was read is what the index promised.
+
+Remote reads by position merge neighbouring runs across gaps, smallest gaps first, while
+the bytes read stay within three times those asked for plus REMOTE_SLACK: a request costs
+about as much as a few MiB of transfer, so a dense selection (a slice, a shard, a shuffled
+block of a small dataset) costs a few requests per file rather than one per record. A
+sparse one (a shuffled block of a dataset many times the block) still costs about a request
+per run of records: streamed shuffling (shuffle=N) is the remote-friendly way.
 
 Records stay in their TFRecord frames (`Frames`) until a batch is gathered from them; a
 record's location is ``file number << LOC_BITS | record number in the file``, so errors in
@@ -24,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .._core import framing
+from .._util import fs
 from .._util.text import format_count
 from ..errors import SALVAGE_HINT, CorruptRecordError, TFRecordError
 from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
@@ -32,6 +40,7 @@ LOC_BITS = 40  # a record's location: file number << LOC_BITS | record number in
 LOC_MASK = (1 << LOC_BITS) - 1
 RUN_GAP = 4096  # read_rows reads records this close together (in bytes) in one read
 OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
+REMOTE_SLACK = 32 << 20  # bytes a remote read by position may read beyond 3x what it needs
 
 
 class RandomAccessError(TFRecordError, ValueError):
@@ -50,8 +59,9 @@ class Files:
         self.compression = compression
         self.verify_crc = verify_crc
         self.on_error = on_error
-        self.kinds = [file_compression(p, compression) for p in paths]
+        self.kinds = _compressions(paths, compression)
         self.seekable = all(k is None for k in self.kinds)
+        self.remote = any(fs.is_url(p) for p in paths)
         self.corruptions: list[CorruptRecordError] = []
         self._indexed = False
         self._file_index: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(paths)
@@ -88,7 +98,7 @@ class Files:
         """An open, unbuffered handle on file f for positioned reads. With os.preadv
         (no file position) one handle per file is kept and shared by threads; past
         OPEN_FILES, handles no thread is using are closed. Without preadv each read gets
-        its own handle."""
+        its own handle. Remote files are read through `read_runs`, not handles."""
         if _PREADV is None:
             with builtins.open(self.paths[f], "rb", buffering=0) as fh:
                 yield fh
@@ -203,6 +213,17 @@ class Files:
         )
 
 
+def _compressions(paths: list[str], compression: str | None) -> list[str | None]:
+    """Each file's compression; remote files are asked about 32 at a time (a request
+    each), local ones in turn."""
+    if not any(fs.is_url(p) for p in paths) or len(paths) < 2:
+        return [file_compression(p, compression) for p in paths]
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(32) as pool:
+        return list(pool.map(lambda p: file_compression(p, compression), paths))
+
+
 # --- frames: records still in their TFRecord framing -------------------------------------------
 
 
@@ -264,15 +285,19 @@ def pread_into(fh, view: memoryview, offset: int, path: str) -> None:
     while got < len(view):
         n = read_at(fh, view[got:], offset + got)
         if n <= 0:
-            raise CorruptRecordError(
-                f"the file ends at byte {format_count(offset + got)}, before the "
-                f"{format_count(len(view))} bytes its index lists at byte {format_count(offset)}",
-                path=path,
-                record=-1,
-                offset=offset,
-                hint="the file changed after it was indexed; delete its .idx and open it again",
-            )
+            _short_read(path, offset + got, offset, len(view))
         got += n
+
+
+def _short_read(path: str, end: int, offset: int, size: int) -> None:
+    raise CorruptRecordError(
+        f"the file ends at byte {format_count(end)}, before the "
+        f"{format_count(size)} bytes its index lists at byte {format_count(offset)}",
+        path=path,
+        record=-1,
+        offset=offset,
+        hint="the file changed after it was indexed; delete its .idx and open it again",
+    )
 
 
 def check_frames(files: Files, frames: Frames) -> None:
@@ -321,12 +346,29 @@ def _read_frames(files: Files, f: int, a: int, b: int, view: memoryview) -> np.n
     np.cumsum(sizes, out=starts[1:])
     gaps = np.flatnonzero(offsets[:-1] + sizes[:-1] != offsets[1:]) + 1
     cuts = [0, *gaps.tolist(), len(sizes)]
-    path = files.paths[f]
-    with files.opened(f) as fh:
-        for lo, hi in itertools.pairwise(cuts):
-            s, e = int(starts[lo]), int(starts[hi])
-            pread_into(fh, view[s:e], int(offsets[lo]), path)
+    parts = [view[int(starts[lo]) : int(starts[hi])] for lo, hi in itertools.pairwise(cuts)]
+    read_runs(files, f, parts, [int(offsets[lo]) for lo in cuts[:-1]])
     return starts
+
+
+def read_runs(files: Files, f: int, parts: list[memoryview], offsets: list[int]) -> None:
+    """Fill each view in `parts` from its byte offset in file f: positioned reads of a kept
+    handle, or, for a URL, one cat_ranges call for all of them (concurrent requests)."""
+    path = files.paths[f]
+    if fs.is_url(path):
+        if not parts:
+            return
+        stops = [o + len(p) for o, p in zip(offsets, parts, strict=True)]
+        got = fs.read_ranges(path, offsets, stops)
+        for part, data, offset in zip(parts, got, offsets, strict=True):
+            if len(data) != len(part):
+                _short_read(path, offset + len(data), offset, len(part))
+            part[:] = data
+        return
+    with files.opened(f) as fh:  # one read per run, in a tight loop
+        for part, offset in zip(parts, offsets, strict=True):
+            if read_at(fh, part, offset) != len(part):
+                pread_into(fh, part, offset, path)
 
 
 def read_span(files: Files, f: int, a: int, b: int) -> Frames:
@@ -353,9 +395,12 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
     which = files.locate(uniq)
     gap = files.offsets[uniq[1:]] - (files.offsets[uniq[:-1]] + files.lengths[uniq[:-1]] + 16)
     same = which[1:] == which[:-1]
-    first, count = _runs(uniq, same & (gap >= 0) & (gap <= RUN_GAP))
-    if files.lengths[_ranges(first, count)].sum() > 2 * files.lengths[uniq].sum() + (1 << 20):
-        first, count = _runs(uniq, same & (gap == 0))  # sparse: read only what was asked
+    if files.remote:
+        first, count = _runs(uniq, _cheap_joins(gap, same, files.lengths[uniq].sum()))
+    else:
+        first, count = _runs(uniq, same & (gap >= 0) & (gap <= RUN_GAP))
+        if files.lengths[_ranges(first, count)].sum() > 2 * files.lengths[uniq].sum() + (1 << 20):
+            first, count = _runs(uniq, same & (gap == 0))  # sparse: read only what was asked
     every = _ranges(first, count)
     sizes = files.lengths[every] + 16
     buf = np.empty(int(sizes.sum()), np.uint8)
@@ -373,14 +418,13 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
     done = 0
     for f, group in itertools.groupby(run_files):
         end = done + len(list(group))
-        with files.opened(f) as fh:  # one read per run, in a tight loop
-            for r in range(done, end):
-                part = view[bounds[r] : bounds[r + 1]]
-                if r in gapped:
-                    a = int(first[r] - files.firsts[f])
-                    _read_frames(files, f, a, a + int(count[r]), part)
-                elif read_at(fh, part, run_offsets[r]) != len(part):
-                    pread_into(fh, part, run_offsets[r], files.paths[f])
+        plain = [r for r in range(done, end) if r not in gapped]
+        parts = [view[bounds[r] : bounds[r + 1]] for r in plain]
+        read_runs(files, f, parts, [run_offsets[r] for r in plain])
+        for r in range(done, end):
+            if r in gapped:
+                a = int(first[r] - files.firsts[f])
+                _read_frames(files, f, a, a + int(count[r]), view[bounds[r] : bounds[r + 1]])
         done = end
     whole = Frames(buf, starts[:-1], sizes - 16, files.locs(every))
     check_frames(files, whole)
@@ -393,14 +437,22 @@ def read_record(files: Files, g: int) -> Frames:
     f = bisect.bisect_right(files.first_list, g) - 1
     offset, length = int(files.offsets[g]), int(files.lengths[g])
     buf = np.empty(length + 16, np.uint8)
-    view = memoryview(buf)
-    with files.opened(f) as fh:
-        if read_at(fh, view, offset) != len(view):
-            pread_into(fh, view, offset, files.paths[f])
+    read_runs(files, f, [memoryview(buf)], [offset])
     loc = np.array([(f << LOC_BITS) | (g - files.first_list[f])], np.int64)
     frames = Frames(buf, np.zeros(1, np.int64), np.array([length], np.int64), loc)
     check_frames(files, frames)
     return frames
+
+
+def _cheap_joins(gap: np.ndarray, same: np.ndarray, asked: int) -> np.ndarray:
+    """Which neighbours a remote read joins: the smallest gaps first (a gap is the bytes
+    read in between), while their total stays within 2 x asked + REMOTE_SLACK bytes."""
+    joins = np.zeros(len(gap), bool)
+    candidates = np.flatnonzero(same & (gap >= 0))
+    order = candidates[np.argsort(gap[candidates], kind="stable")]
+    affordable = np.cumsum(gap[order]) <= 2 * asked + REMOTE_SLACK
+    joins[order[affordable]] = True
+    return joins
 
 
 def _runs(uniq: np.ndarray, joins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .._util import fs
+from ..arrays.sinks import MANIFEST
 from ..arrays.sources import array_format
 from ..example.columns import BytesColumn, Ragged
 from ..example.infer import infer_spec
@@ -18,6 +20,8 @@ from .array_dataset import open_array_dataset
 from .dataset import Dataset
 from .files import Files
 from .record_dataset import RecordDataset
+
+ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
 
 __all__ = ["is_array_source", "open"]
 
@@ -30,6 +34,7 @@ def open(
     compression: str | None = "auto",
     verify_crc: bool = True,
     on_error: str = "raise",
+    storage_options: dict | None = None,
 ) -> Dataset:
     """Open TFRecord files, an array file or arrays as a Dataset (nothing is read until
     asked for).
@@ -44,19 +49,23 @@ def open(
     file (a group: every dataset in it), the members of a .npz, the arrays of a Zarr group.
     compression: "auto" (per file, from its first bytes), None, "GZIP", "ZLIB".
     verify_crc=False skips payload CRCs. on_error="skip" / "warn" skips damaged records
-    (listed in ds.corruptions) instead of raising.
+    (listed in ds.corruptions) instead of raising. TFRecord paths may be URLs of any
+    fsspec filesystem (s3://, gs://, memory://, ...), with storage_options passed to it.
     """
     if on_error not in ("raise", "skip", "warn"):
         raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
     if isinstance(paths, (np.ndarray, Mapping, Ragged, BytesColumn)):
         return open_array_dataset(paths, key=key, spec=spec)
-    if is_array_source(paths):
+    copy = fetch_remote_arrays(paths, storage_options)
+    if copy is not None:
+        return open_array_dataset(copy, key=key, spec=spec)
+    if not fs.is_url(paths) and is_array_source(paths):
         return open_array_dataset(paths, key=key, spec=spec)  # type: ignore[arg-type]
     if key is not None:
         raise ValueError(
             "key= picks arrays from an array file (.npz, HDF5, Zarr); TFRecord files take none"
         )
-    files = Files(expand_paths(paths), compression, verify_crc, on_error)
+    files = Files(expand_paths(paths, storage_options), compression, verify_crc, on_error)
     if spec is None:
         spec = infer_spec(files.paths, compression=compression)
     return RecordDataset(files, _load_spec(spec))
@@ -72,7 +81,26 @@ def _load_spec(spec: Any) -> Any:
     return as_spec(spec)
 
 
-def is_array_source(src: Any) -> bool:
+def is_array_source(src: Any, storage_options: dict | None = None) -> bool:
     if not isinstance(src, (str, os.PathLike)):
         return False
+    if fs.is_url(src):
+        return _remote_arrays(fs.resolve(src, storage_options))
     return os.path.exists(src) and array_format(src) is not None
+
+
+def _remote_arrays(url: Any) -> bool:
+    """An array file or a saved folder on a remote filesystem, judged by name or manifest
+    (without downloading it)."""
+    if str(url).rstrip("/").endswith(ARRAY_SUFFIXES):
+        return fs.exists(url)
+    return fs.isdir(url) and fs.exists(fs.join(url, MANIFEST))
+
+
+def fetch_remote_arrays(src: Any, storage_options: dict | None = None) -> str | None:
+    """A local copy of remote arrays (memory-mapping needs local files), or None when src
+    is not a remote array source."""
+    if not (isinstance(src, (str, os.PathLike)) and fs.is_url(src)):
+        return None
+    url = fs.resolve(src, storage_options)
+    return fs.fetch_copy(url) if _remote_arrays(url) else None

@@ -13,7 +13,7 @@ from ..example.columns import concat_columns
 from ..example.decode import CPUS, Batch, Decoder, dense_when_uniform, executor
 from ..example.infer import infer_spec
 from ..example.spec import Spec
-from ..format.paths import Paths
+from ..format.paths import Paths, expand_paths
 from ..format.reader import RecordBatch, RecordReader
 
 BATCH_BYTES = 4 << 20  # a batch of about this many payload bytes decodes in cache ...
@@ -27,14 +27,17 @@ def read(
     compression: str | None = "auto",
     verify_crc: bool = True,
     threads: int | None = None,
+    storage_options: dict | None = None,
 ) -> Batch:
     """Every record of the files decoded into one dict of columns.
 
     spec=None infers the spec from a sample of the records. The next batch is read while
     the last one decodes (threads: decoding threads, default one less than the cores).
     The whole result is held in memory; to stream a dataset larger than memory, iterate
-    RecordReader(...).batches() through a Decoder instead.
+    RecordReader(...).batches() through a Decoder instead. Paths may be URLs of any fsspec
+    filesystem, with storage_options.
     """
+    paths = expand_paths(paths, storage_options)
     if spec is None:
         spec = infer_spec(paths)
     # this thread reads while the pipeline thread decodes: one core less for chunks

@@ -17,13 +17,13 @@ and errors name the file, the record's number in it and its byte offset.
 from __future__ import annotations
 
 import itertools
-import os
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from .._util import fs
 from .._util.text import format_count
 from ..errors import CorruptRecordError, CorruptRecordWarning
 from ..example.decode import Decoder
@@ -94,8 +94,29 @@ class RecordDataset(Dataset):
     def _progress_totals(self) -> tuple[int | None, int | None]:
         files = self._files
         total = len(self) if files.indexed or not self._whole() else None
-        size = sum(os.path.getsize(p) for p in files.paths) if files.seekable else None
+        size = sum(fs.size(p) for p in files.paths) if files.seekable else None
         return total, size
+
+    def to_ray(self, **options: Any) -> Any:
+        """A ray.data.Dataset of these records: tfrecnp.ray.read of the files with this
+        spec, compression, CRC check and on_error (options: task_bytes, preserve_order,
+        ray_remote_args). Whole datasets only: Ray's limit / split take parts."""
+        if not self._whole():
+            raise ValueError(
+                "to_ray reads whole files; take the part in Ray (ds.to_ray().limit(n), "
+                ".split(k)) rather than with take / shard here"
+            )
+        from ..adapters.ray import read
+
+        files = self._files
+        return read(
+            files.paths,
+            self.spec,
+            compression=files.compression,
+            verify_crc=files.verify_crc,
+            on_error=files.on_error,
+            **options,
+        )
 
     def _check_random_access(self, what: str) -> None:
         self._files.require_seek(what)

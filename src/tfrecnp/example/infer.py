@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import itertools
 import math
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from .._util import fs
 from .._util.text import format_count
 from ..errors import SchemaError
 from ..format.paths import Paths, expand_paths
@@ -227,7 +227,7 @@ def inspect(paths: Paths, sample: int = 1024, *, compression: str | None = "auto
     for path in paths:
         kind = file_compression(path, compression)
         records = len(scan_file(path, compression=kind))
-        files.append((path, kind, records, os.path.getsize(path)))
+        files.append((path, kind, records, fs.size(path)))
     batch = _sample(paths, sample, compression)
     if not len(batch):
         return Inspection(files, 0, [], {})

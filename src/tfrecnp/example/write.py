@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from .._core import encode, framing
+from .._util import fs
 from .._util.atomic import CloseOrAbort, require_folder
 from .._util.memory import page_releaser
 from .._util.progress import Progress
@@ -606,7 +607,7 @@ def shard_name(path: str, shard: int, shards: int) -> str:
     """TensorFlow's shard naming: out/data.tfrecord -> out/data-00002-of-00008.tfrecord."""
     root, ext = os.path.splitext(path)
     width = max(5, len(str(shards)))
-    return f"{root}-{shard:0{width}d}-of-{shards:0{width}d}{ext}"
+    return fs.like(path, f"{root}-{shard:0{width}d}-of-{shards:0{width}d}{ext}")
 
 
 class Writer(CloseOrAbort):
@@ -630,15 +631,16 @@ class Writer(CloseOrAbort):
         progress: bool = True,
         verify: bool = False,
         sequence: Iterable[str] | None = None,
+        storage_options: dict | None = None,
     ):
-        self.path = os.fspath(path)
+        self.path = fs.resolve(path, storage_options)
         if isinstance(sequence, str):
             raise TypeError(f"sequence takes a list of column names, not a str ({sequence!r})")
         self.sequence = frozenset(sequence or ())
-        if self.path.endswith(os.sep) or os.path.isdir(self.path):
+        if self.path.endswith(("/", os.sep)) or fs.isdir(self.path):
             raise IsADirectoryError(
                 f"{self.path} is a folder; give a file name such as "
-                f"{os.path.join(self.path, 'data.tfrecord')}"
+                f"{fs.join(self.path.rstrip('/' + os.sep), 'data.tfrecord')}"
             )
         self.compression = normalize_compression(compression, allow_auto=False)
         if records_per_shard is not None and (
@@ -664,8 +666,7 @@ class Writer(CloseOrAbort):
         self._checksums: list[int] = []  # crc32c of each shard's payloads, when verifying
         self._payloads = np.empty(0, np.uint8)  # the encoder's output, reused per batch
         self._pending: list[dict] = []
-        self._dir = os.path.dirname(os.path.abspath(self.path))
-        self._base = os.path.basename(self.path)
+        self._dir, self._base = fs.split(self.path)
         self._progress = Progress(f"writing {self.path}", enabled=progress)
         self._expected: list[tuple[list[_Column], int]] = []
         self.closed = False
@@ -819,7 +820,7 @@ class Writer(CloseOrAbort):
         previous = self._shards[-1] if self._shards else None
         if previous is not None:
             previous.finish()
-        path = os.path.join(self._dir, self._base)  # its final name is known at close
+        path = fs.join(self._dir, self._base)  # its final name is known at close
         self._shards.append(RecordWriter(path, self.compression, index=self.index, reuse=previous))
         self._checksums.append(0)
 
@@ -948,6 +949,7 @@ def write(
     progress: bool = True,
     verify: bool = False,
     sequence: Iterable[str] | None = None,
+    storage_options: dict | None = None,
 ) -> WriteResult:
     """Write columns as TFRecord files of tf.train.Example, one record per row.
 
@@ -960,8 +962,10 @@ def write(
     record). verify: re-read the files and check count, bytes and values before they
     appear. sequence: names of columns written as feature lists, making each record a
     tf.train.SequenceExample (the other columns are its context); each is a tn.Ragged of
-    steps per record, as tn.read gives for a tn.Sequence spec. Returns (paths, spec); spec
-    reads the files back with tn.read / tn.open.
+    steps per record, as tn.read gives for a tn.Sequence spec. path may be a URL of any
+    fsspec filesystem (s3://, gs://, memory://; storage_options passed to it): shards are
+    uploaded under hidden names and moved into place when complete. Returns (paths, spec);
+    spec reads the files back with tn.read / tn.open.
     """
     if isinstance(sequence, str):
         raise TypeError(f"sequence takes a list of column names, not a str ({sequence!r})")
@@ -975,6 +979,7 @@ def write(
         progress=progress,
         verify=verify,
         sequence=sequence,
+        storage_options=storage_options,
     )
     writer._progress.total = n
     try:
@@ -985,5 +990,5 @@ def write(
         writer.abort()
         raise
     writer.close()
-    size = sum(os.path.getsize(p) for p in writer.paths)
+    size = sum(fs.size(p) for p in writer.paths)
     return WriteResult(writer.paths, writer.spec, writer.records, size)

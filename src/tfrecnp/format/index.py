@@ -5,13 +5,14 @@ agree with it; otherwise it is ignored (with a warning) and the file is rescanne
 
 from __future__ import annotations
 
-import os
+import io
 import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._core import encode, framing
+from .._util import fs
 from .._util.atomic import atomic_output
 from .paths import INDEX_SUFFIX, PathLike
 
@@ -35,16 +36,16 @@ class RecordIndex:
 
 def index_path(path: PathLike) -> str:
     """The sidecar index of a TFRecord file: the same name with .idx appended."""
-    return os.fspath(path) + INDEX_SUFFIX
+    return fs.suffixed(path, INDEX_SUFFIX)
 
 
 def write_index(index: RecordIndex, out: PathLike | None = None) -> str:
     """Write `offset length` lines (length = whole frame), the format of NVIDIA DALI's
     tfrecord2idx and vahidk/tfrecord. Returns the index file's path."""
-    out = os.fspath(out) if out is not None else index_path(index.path)
+    out = fs.resolve(out) if out is not None else index_path(index.path)
     starts = np.ascontiguousarray(index.offsets, np.int64)
     frames = np.ascontiguousarray(index.frame_lengths, np.int64)
-    with atomic_output(out) as tmp, open(tmp, "wb") as f:
+    with atomic_output(out) as tmp, fs.open_write(tmp) as f:
         f.write(encode.index_lines(starts, frames))
     return out
 
@@ -52,12 +53,16 @@ def write_index(index: RecordIndex, out: PathLike | None = None) -> str:
 def read_index(index_file: PathLike, data_file: PathLike | None = None) -> RecordIndex | None:
     """Read an `offset length` index. With data_file given, returns None (and warns) when
     the index does not describe that file (stale or foreign), so callers rescan."""
-    index_file = os.fspath(index_file)
-    path = os.fspath(data_file) if data_file is not None else index_file[: -len(INDEX_SUFFIX)]
+    index_file = fs.resolve(index_file)
+    if data_file is not None:
+        path = fs.resolve(data_file)
+    else:
+        path = fs.resolve(index_file[: -len(INDEX_SUFFIX)])
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # an empty index is a valid index of an empty file
-            table = np.loadtxt(index_file, dtype=np.int64, ndmin=2)
+            source = io.StringIO(fs.read_text(index_file)) if fs.is_url(index_file) else index_file
+            table = np.loadtxt(source, dtype=np.int64, ndmin=2)
         if table.size and table.shape[1] != 2:
             raise ValueError("expected two columns (offset length) per line")
     except ValueError as e:
@@ -71,9 +76,7 @@ def read_index(index_file: PathLike, data_file: PathLike | None = None) -> Recor
     ) and (len(offsets) == 0 or offsets[0] == 0)
     if data_file is not None:
         end = int(offsets[-1] + frames[-1]) if len(offsets) else 0
-        if not (
-            consistent and end == os.path.getsize(path) and _headers_agree(path, offsets, frames)
-        ):
+        if not (consistent and end == fs.size(path) and _headers_agree(path, offsets, frames)):
             return _ignore_index(index_file, path)
     elif not consistent:
         raise ValueError(f"{index_file}: offsets and lengths do not tile a file")
@@ -90,7 +93,7 @@ def _ignore_index(index_file: str, path: str) -> None:
 def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
     """Spot-check an index against its file (a few 12-byte reads): the first, middle and last
     indexed frames must start with a header whose length CRC checks and whose length agrees."""
-    with open(path, "rb") as f:
+    with fs.open_read(path, random=True) as f:
         for i in sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else ():
             f.seek(int(offsets[i]))
             head = f.read(12)

@@ -3,13 +3,13 @@ files to read, in order."""
 
 from __future__ import annotations
 
-import glob
 import os
 import warnings
 import zlib
 from collections.abc import Iterable
 
 from .._core import framing
+from .._util import fs
 from .compression import WBITS, detect_compression
 from .sniff import what_is
 
@@ -45,17 +45,18 @@ NOT_RECORDS = (
 NOT_RECORD_NAMES = ("README", "LICENSE", "LICENCE", "NOTICE", "CHANGELOG", "MANIFEST")
 
 
-def expand_paths(paths: Paths) -> list[str]:
+def expand_paths(paths: Paths, storage_options: dict | None = None) -> list[str]:
     """A path, a glob, a directory or a list of those -> the TFRecord files to read, in order.
 
     A file named explicitly is always taken. Directories and globs take their non-hidden
     files that look like TFRecord shards: names like dataset_info.json, README or
     labels.npy are passed over, and so is a file whose first frame does not check (its
     length CRC, after decompressing GZIP / ZLIB); what was passed over is named once in a
-    warning. Raises FileNotFoundError naming what matched nothing."""
-    files, passed = list_files(paths)
+    warning. URLs (s3://, gs://, memory://, ...) are listed through fsspec, with
+    storage_options. Raises FileNotFoundError naming what matched nothing."""
+    files, passed = list_files(paths, storage_options)
     if passed:
-        listed = ", ".join(f"{os.path.basename(p)} ({why})" for p, why in passed[:8])
+        listed = ", ".join(f"{fs.basename(p)} ({why})" for p, why in passed[:8])
         more = f" and {len(passed) - 8} more" if len(passed) > 8 else ""
         warnings.warn(
             f"passed over {len(passed)} file{'s' * (len(passed) != 1)} that are not TFRecord "
@@ -65,12 +66,14 @@ def expand_paths(paths: Paths) -> list[str]:
     return files
 
 
-def list_files(paths: Paths) -> tuple[list[str], list[tuple[str, str]]]:
+def list_files(
+    paths: Paths, storage_options: dict | None = None
+) -> tuple[list[str], list[tuple[str, str]]]:
     """(TFRecord files, [(path, why it was passed over)]), as `expand_paths` chooses them."""
     if not isinstance(paths, (str, os.PathLike)):
         found, passed = [], []
         for p in paths:
-            f, s = list_files(p)
+            f, s = list_files(p, storage_options)
             found += f
             passed += s
         if not found and not passed:
@@ -78,28 +81,27 @@ def list_files(paths: Paths) -> tuple[list[str], list[tuple[str, str]]]:
         if not found:
             raise FileNotFoundError(_nothing_left(passed))
         return found, passed
-    path = os.fspath(paths)
-    if os.path.isdir(path):
-        names = sorted(n for n in os.listdir(path) if not n.startswith("."))
-        candidates = [os.path.join(path, n) for n in names]
+    path = fs.resolve(paths, storage_options)
+    if fs.isdir(path):
+        candidates = fs.listdir(path)
         what, none = f"directory {path}", f"directory {path} holds no files"
-    elif glob.has_magic(path):
-        candidates = sorted(glob.glob(path))
+    elif fs.has_magic(path):
+        candidates = fs.glob(path)
         what, none = f"the files matching {path}", f"no files match {path}"
-    elif not os.path.exists(path):
+    elif not fs.exists(path):
         raise FileNotFoundError(f"no such file: {path}")
     else:
         return [path], []
     found, passed = [], []
     for c in candidates:
-        if not os.path.isfile(c) or c.endswith(INDEX_SUFFIX):
+        if c.endswith(INDEX_SUFFIX) or not fs.isfile(c):
             continue
-        why = _not_records(c)
+        why = _not_records(c, look=not fs.is_url(c))  # remote: by name (a request each)
         (passed.append((c, why)) if why else found.append(c))
     if not found:
         if not passed:
             raise FileNotFoundError(none)
-        kind = what_is(path) if os.path.isdir(path) else None
+        kind = what_is(path) if fs.isdir(path) else None
         if kind is not None and kind != "it is a folder":  # a Zarr store, not a folder of shards
             what = f"{path} {kind.removeprefix('it ')}"
         raise FileNotFoundError(f"{what}: {_nothing_left(passed)}")
@@ -107,7 +109,7 @@ def list_files(paths: Paths) -> tuple[list[str], list[tuple[str, str]]]:
 
 
 def _nothing_left(passed: list[tuple[str, str]]) -> str:
-    listed = ", ".join(f"{os.path.basename(p)} ({why})" for p, why in passed[:8])
+    listed = ", ".join(f"{fs.basename(p)} ({why})" for p, why in passed[:8])
     return f"no TFRecord files among {listed}; name a file explicitly to read it anyway"
 
 
@@ -116,13 +118,15 @@ def looks_like_records(path: str) -> bool:
     return _not_records(path) is None
 
 
-def _not_records(path: str) -> str | None:
-    """Why a file found in a folder or glob is not a TFRecord shard, or None if it is one."""
-    name = os.path.basename(path)
+def _not_records(path: str, look: bool = True) -> str | None:
+    """Why a file found in a folder or glob is not a TFRecord shard, or None if it is one;
+    look=False judges by the name alone."""
+    name = fs.basename(path)
     if name.lower().endswith(NOT_RECORDS) or name.upper().split(".")[0] in NOT_RECORD_NAMES:
         return "by its name"
-    with open(path, "rb") as f:
-        head = f.read(1 << 16)
+    if not look:
+        return None
+    head = fs.read_head(path, 1 << 16)
     if not head:
         return None  # an empty shard: a TFRecord file of no records
     kind = detect_compression(head[:12])

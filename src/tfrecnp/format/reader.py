@@ -30,6 +30,7 @@ from typing import Literal
 import numpy as np
 
 from .._core import framing
+from .._util import fs
 from .._util.text import format_count, format_size
 from ..errors import SALVAGE_HINT, CorruptRecordError, CorruptRecordWarning
 from .compression import DecompressingReader, detect_compression, normalize_compression
@@ -67,8 +68,7 @@ def file_compression(path: PathLike, compression: str | None = "auto") -> str | 
     compression = normalize_compression(compression)
     if compression != "auto":
         return compression
-    with open(path, "rb") as f:
-        return detect_compression(f.read(12))
+    return detect_compression(fs.read_head(path, 12))
 
 
 @dataclass(frozen=True)
@@ -156,11 +156,15 @@ class _Stream:
     read front to back through a decompressor.
     """
 
-    def __init__(self, path: str, compression: str | None):
+    def __init__(self, path: str, compression: str | None, span: tuple[int, int] | None = None):
         self.path = path
-        self.raw = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by close())
+        self.raw = fs.open_read(path)  # closed by close(); remote files read ahead MiBs
+        self.remote = fs.is_url(path)
         self.compression = compression
-        self.size = os.fstat(self.raw.fileno()).st_size if compression is None else None
+        if compression is not None:
+            self.size = None
+        else:
+            self.size = fs.size(path) if self.remote else os.fstat(self.raw.fileno()).st_size
         self.source = (
             self.raw if compression is None else DecompressingReader(self.raw, compression)
         )
@@ -169,6 +173,9 @@ class _Stream:
         self.base = self.start = self.end = 0
         self.eof = False
         self.damage: Exception | None = None  # why a compressed stream stopped early
+        if span is not None:  # bytes start..stop of an uncompressed file: it ends at stop
+            self.jump(span[0])
+            self.size = span[1]
 
     def close(self) -> None:
         self.view.release()
@@ -190,6 +197,8 @@ class _Stream:
             self.base += self.start
             self.start, self.end = 0, kept
         goal = max(need, read_size)
+        if self.size is not None:  # never read past the end of the file (or of its span)
+            goal = min(goal, self.size - self.base)
         while self.end < goal and not self.eof:
             if self.end == len(self.buf):
                 self.view.release()
@@ -202,6 +211,8 @@ class _Stream:
             if not got:
                 self.eof = True
             self.end += got
+        if self.size is not None and self.end >= self.size - self.base:
+            self.eof = True
 
     def jump(self, offset: int) -> None:
         """Continue at stream offset `offset` (uncompressed files only), discarding the buffer."""
@@ -212,7 +223,9 @@ class _Stream:
 class RecordReader:
     """Reads the records of TFRecord files: `batches()` of payloads, or `bytes` per record.
 
-    `paths` is a path, a glob, a directory or a list. compression="auto" detects GZIP and
+    `paths` is a path, a glob, a directory or a list; local, or URLs of any fsspec
+    filesystem (s3://, gs://, memory://, ...; storage_options passed to it), read in
+    requests of several MiB. compression="auto" detects GZIP and
     ZLIB per file. verify_crc=False skips payload CRCs (length CRCs are always checked,
     since an unchecked length cannot be trusted). on_error="skip" / "warn" resynchronises
     past damage; what was skipped is listed in `corruptions`.
@@ -225,8 +238,9 @@ class RecordReader:
         compression: str | None = "auto",
         verify_crc: bool = True,
         on_error: OnError = "raise",
+        storage_options: dict | None = None,
     ):
-        self.paths = expand_paths(paths)
+        self.paths = expand_paths(paths, storage_options)
         self.compression = normalize_compression(compression)
         self.verify_crc = verify_crc
         self.on_error = _check_on_error(on_error)
@@ -271,17 +285,40 @@ class RecordReader:
                 pass
             yield RecordIndex(path, *heads.arrays())
 
-    def _walk(self, path: str, sink: _BatchBuilder | _Headers):
-        """For one file: fills the batch `sink`, yielding it whenever it is full, or
-        collects frame offsets and lengths into `sink` from a header-only walk."""
+    def span_batches(
+        self, path: str, start: int, stop: int, first: int, batch_size: int
+    ) -> Iterator[RecordBatch]:
+        """Batches of the records whose frames fill bytes start..stop of one uncompressed
+        file, numbered from record `first` in errors: a share of a large file (a Ray read
+        task's), found from its index."""
+        batch = _BatchBuilder(batch_size)
+        try:
+            yield from self._walk(path, batch, (start, stop), first)
+        except CorruptRecordError:
+            if batch.n:
+                yield batch.take()
+            raise
+        if batch.n:
+            yield batch.take()
+
+    def _walk(
+        self,
+        path: str,
+        sink: _BatchBuilder | _Headers,
+        span: tuple[int, int] | None = None,
+        first: int = 0,
+    ):
+        """For one file (or bytes span[0]..span[1] of it, records numbered from `first`):
+        fills the batch `sink`, yielding it whenever it is full, or collects frame offsets
+        and lengths into `sink` from a header-only walk."""
         compression = (
             file_compression(path, self.compression)
             if self.compression == "auto"
             else self.compression
         )
-        stream = _Stream(path, compression)
+        stream = _Stream(path, compression, span if compression is None else None)
         try:
-            yield from _walk_stream(self, stream, sink)
+            yield from _walk_stream(self, stream, sink, first)
         finally:
             stream.close()
 
@@ -313,7 +350,7 @@ class RecordReader:
 
 def _size_or_zero(path: str) -> int:
     try:
-        return os.path.getsize(path)
+        return fs.size(path)
     except OSError:  # reported when the file is opened
         return 0
 
@@ -478,10 +515,11 @@ class _Headers:
         )
 
 
-def _walk_stream(reader: RecordReader, s: _Stream, sink: _BatchBuilder | _Headers):
+def _walk_stream(reader: RecordReader, s: _Stream, sink: _BatchBuilder | _Headers, record: int = 0):
     batch = sink if isinstance(sink, _BatchBuilder) else None
-    seek_headers = batch is None and s.compression is None
-    record = 0
+    # a local header-only walk seeks over payloads; a remote one reads through (a request
+    # per seek would cost more than the bytes it saves)
+    seek_headers = batch is None and s.compression is None and not s.remote
     s.fill(12)
     while True:
         if batch is None:
@@ -604,15 +642,18 @@ def scan_file(
 ) -> RecordIndex:
     """Where each record of one file lies. Uses a matching .idx sidecar when present;
     otherwise walks the frame headers, seeking over payloads in uncompressed files."""
-    path = os.fspath(path)
+    path = fs.resolve(path)
     sidecar = index_path(path)
-    if use_index and os.path.exists(sidecar):
+    if use_index and fs.exists(sidecar):
         index = read_index(sidecar, path)
         if index is not None:
             return index
     return next(RecordReader(path, compression=compression).indexes())
 
 
-def count_records(paths: Paths, *, compression: str | None = "auto") -> int:
+def count_records(
+    paths: Paths, *, compression: str | None = "auto", storage_options: dict | None = None
+) -> int:
     """Number of records in all the files, from header-only scans (or .idx sidecars)."""
-    return sum(len(scan_file(p, compression=compression)) for p in expand_paths(paths))
+    files = expand_paths(paths, storage_options)
+    return sum(len(scan_file(p, compression=compression)) for p in files)

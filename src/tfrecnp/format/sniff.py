@@ -4,10 +4,10 @@ array" rather than reporting a CRC mismatch."""
 
 from __future__ import annotations
 
-import os
 import zlib
 
 from .._core import framing
+from .._util import fs
 from .compression import WBITS, detect_compression
 
 NPY_MAGIC = b"\x93NUMPY"
@@ -27,13 +27,13 @@ def what_is(path: str) -> str | None:
     """A sentence saying what the file is and how to read it, for a file whose first frame
     is not a TFRecord frame; None when its first bytes are nothing known (then it may well
     be a TFRecord file with a damaged first header: a frame starts later in its first bytes)."""
-    if os.path.isdir(path):
-        names = set(os.listdir(path))
+    if fs.isdir(path):
+        names = {fs.basename(p) for p in fs.listdir(path)}
+        names |= {n for n in (".zarray", ".zgroup") if fs.exists(fs.join(path, n))}
         if {"zarr.json", ".zarray", ".zgroup"} & names:
             return "it is a Zarr store: tn.open(path) reads it as a dataset of arrays"
         return "it is a folder"
-    with open(path, "rb") as f:
-        head = f.read(PROBE_BYTES)
+    head = fs.read_head(path, PROBE_BYTES)
     if len(head) < 12:
         # a truncated TFRecord file, unless it is text (a short JSON file): 8 bytes of a
         # header are a little-endian length whose top bytes are zero, so never all text

@@ -5,14 +5,14 @@ thread; the file appears under its name only when complete."""
 from __future__ import annotations
 
 import contextlib
-import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .._core import encode, framing
-from .._util.atomic import CloseOrAbort, hidden_sibling, require_folder
+from .._util import fs
+from .._util.atomic import CloseOrAbort, build_name, require_folder
 from .compression import CompressingWriter, normalize_compression
 from .index import index_path
 from .paths import INDEX_SUFFIX, PathLike
@@ -85,14 +85,15 @@ class RecordWriter(CloseOrAbort):
         *,
         index: bool = False,
         reuse: RecordWriter | None = None,
+        storage_options: dict | None = None,
     ):
-        self.path = os.fspath(path)
+        self.path = fs.resolve(path, storage_options)
         self.compression = normalize_compression(compression, allow_auto=False)
         check_index_option(index, self.compression)
         require_folder(self.path)
         self.index = bool(index)
-        self.tmp = hidden_sibling(self.path)
-        self.index_tmp = self.tmp + INDEX_SUFFIX if index else None
+        self.tmp = build_name(self.path)
+        self.index_tmp = fs.suffixed(self.tmp, INDEX_SUFFIX) if index else None
         self.records = 0
         self.position = 0  # bytes of frames written: the uncompressed stream's length
         self.finished = False
@@ -107,14 +108,15 @@ class RecordWriter(CloseOrAbort):
             self._free = [np.empty(0, np.uint8) for _ in range(self.BUFFERS)]
         self._index_file = None
         # Buffered: large writes go straight through, and partial writes are retried.
-        self._raw = open(self.tmp, "wb")  # noqa: SIM115 (closed by finish/abort)
+        # (remote: uploaded in parts to the hidden name, moved into place by publish)
+        self._raw = fs.open_write(self.tmp)
         self.closed = False
         try:
             self._sink = (
                 CompressingWriter(self._raw, self.compression) if self.compression else self._raw
             )
             if index:
-                self._index_file = open(self.index_tmp, "wb")  # noqa: SIM115
+                self._index_file = fs.open_write(self.index_tmp)
         except BaseException:
             self.abort()
             raise
@@ -161,11 +163,12 @@ class RecordWriter(CloseOrAbort):
             raise ValueError(f"writer for {self.path} is closed")
         self.finish()
         self._stop_thread()
-        target = os.fspath(path) if path is not None else self.path
+        target = fs.resolve(path) if path is not None else self.path
         try:
-            os.replace(self.tmp, target)
+            if self.tmp != target:
+                fs.replace(self.tmp, target)
             if self.index_tmp is not None:
-                os.replace(self.index_tmp, index_path(target))
+                fs.replace(self.index_tmp, index_path(target))
         except BaseException:
             self.abort()
             raise
@@ -191,13 +194,13 @@ class RecordWriter(CloseOrAbort):
             self._inflight.clear()
             self._stop_thread()
             for f in (self._raw, self._index_file):
-                if f is not None:
-                    with contextlib.suppress(OSError):
-                        f.close()
+                if f is not None and not self.finished:
+                    fs.discard(f)  # an unfinished upload is dropped, never completed
         finally:
             for p in (self.tmp, self.index_tmp):
-                if p is not None and os.path.exists(p):
-                    os.unlink(p)
+                if p is not None:
+                    with contextlib.suppress(OSError):
+                        fs.remove(p)
 
     # internals -------------------------------------------------------------------------
 

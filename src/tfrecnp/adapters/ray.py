@@ -1,0 +1,428 @@
+"""Ray Data: TFRecord files as a `ray.data.Dataset` (`read`) and a Ray dataset as sharded
+TFRecord files (`write`), through Ray's public Datasource / Datasink API. Ray schedules;
+tfrecnp reads, checks CRCs, decodes and encodes.
+
+read: one read task per file, or per range of records of a large uncompressed file whose
+index is known (a `.idx` sidecar, or a header-only scan of a local file). Each task streams
+its bytes through `RecordReader` (remote files in requests of several MiB), decodes blocks
+with a `Decoder` built once per task, and hands Ray Arrow tables: dense columns as
+primitive columns (or Ray's tensor columns for shapes beyond one axis), Ragged as Arrow
+list columns, bytes as binary. Metadata carries exact row counts where the index gives
+them. CRCs are checked; on_error="skip" / "warn" resynchronise as locally.
+
+write: each write task encodes its blocks (Arrow list columns back to Ragged) with the
+`Writer` into one shard under a hidden name; when every task has succeeded the driver
+renames them to TensorFlow's ``name-00000-of-00008.tfrecord``; when the job fails the
+driver deletes every hidden file of the job, so nothing complete-looking is left.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import uuid
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import ray
+from ray.data import Datasink, Datasource, ReadTask
+from ray.data.block import BlockAccessor, BlockMetadata
+
+from .._util import fs
+from ..errors import CorruptRecordError
+from ..example.columns import BytesColumn, Ragged
+from ..example.decode import Decoder
+from ..example.infer import infer_spec
+from ..example.spec import FixedLen, Raw, as_spec
+from ..example.write import Writer, shard_name
+from ..format.index import index_path
+from ..format.paths import expand_paths
+from ..format.reader import RecordReader, file_compression, scan_file
+
+__all__ = ["read", "write"]
+
+TASK_BYTES = 256 << 20  # a file larger than this is split into read tasks of about this size
+BLOCK_BYTES = 16 << 20  # a read task yields blocks of about this many payload bytes
+RENAME_THREADS = 32  # the driver moves finished shards into place this many at a time
+PLAN_THREADS = 32  # the driver looks at this many files at a time when planning a read
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Share:
+    """What one read task reads: a whole file, or bytes start..stop of it holding records
+    first..first + rows (rows None when unknown)."""
+
+    path: str
+    compression: str | None
+    size: int
+    rows: int | None = None
+    span: tuple[int, int] | None = None
+    first: int = 0
+
+
+class TFRecordDatasource(Datasource):
+    """TFRecord files as read tasks (see the module docstring)."""
+
+    def __init__(
+        self,
+        paths: list[str],
+        spec: Any,
+        *,
+        compression: str | None,
+        verify_crc: bool,
+        on_error: str,
+        task_bytes: int = TASK_BYTES,
+    ):
+        self.paths = paths
+        self.spec = spec
+        self.compression = compression
+        self.verify_crc = verify_crc
+        self.on_error = on_error
+        with ThreadPoolExecutor(PLAN_THREADS) as pool:  # a request or two per file, at once
+            planned = pool.map(lambda p: _shares(p, compression, task_bytes), paths)
+            self.shares = [s for group in planned for s in group]
+        self._schema = _arrow_schema(spec)
+
+    def estimate_inmemory_data_size(self) -> int | None:
+        return sum(s.size for s in self.shares)
+
+    def get_read_tasks(self, parallelism: int, per_task_row_limit=None, data_context=None):
+        tasks = []
+        exact = self.on_error == "raise"  # skipped damage changes the count
+        for share in self.shares:
+            meta = BlockMetadata(
+                num_rows=share.rows if exact else None,
+                size_bytes=share.size,
+                input_files=(str(share.path),),
+                exec_stats=None,
+            )
+            tasks.append(
+                ReadTask(
+                    _read_fn(share, self.spec, self.verify_crc, self.on_error),
+                    meta,
+                    schema=self._schema,
+                    per_task_row_limit=per_task_row_limit,
+                )
+            )
+        return tasks
+
+    def get_name(self) -> str:
+        return "TFRecnp"
+
+
+def _shares(path: str, compression: str | None, task_bytes: int) -> list[_Share]:
+    kind = file_compression(path, compression)
+    size = fs.size(path)
+    index = None
+    if kind is None and (fs.exists(index_path(path)) or not fs.is_url(path)):
+        try:  # a sidecar, or a local header-only scan
+            index = scan_file(path, compression=None)
+        except CorruptRecordError:  # the read task meets it, and honours on_error
+            index = None
+    if index is None:
+        return [_Share(path, kind, size)]
+    n = len(index)
+    if size <= task_bytes or n < 2:
+        return [_Share(path, kind, size, n)]
+    ends = index.offsets + index.lengths + 16
+    parts = max(1, round(size / task_bytes))
+    cuts = np.unique(np.searchsorted(ends, np.linspace(0, size, parts + 1)[1:-1]))
+    bounds = [0, *[int(c) + 1 for c in cuts if c + 1 < n], n]
+    shares = []
+    for a, b in itertools.pairwise(bounds):
+        start, stop = int(index.offsets[a]), int(ends[b - 1])
+        shares.append(_Share(path, None, stop - start, b - a, (start, stop), a))
+    return shares
+
+
+def _read_fn(share: _Share, spec: Any, verify_crc: bool, on_error: str):
+    def read() -> Iterator[pa.Table]:
+        decoder = Decoder(spec)
+        reader = RecordReader(
+            share.path, compression=share.compression, verify_crc=verify_crc, on_error=on_error
+        )
+        rows = _block_rows(share)
+        if share.span is None:
+            batches: Iterable = reader.batches(rows)
+        else:
+            batches = reader.span_batches(share.path, *share.span, share.first, rows)
+        empty = True
+        for batch in batches:
+            empty = False
+            yield to_arrow(decoder.decode(batch))
+        if empty:
+            yield _arrow_schema(spec).empty_table()
+
+    return read
+
+
+def _block_rows(share: _Share) -> int:
+    if share.rows:
+        mean = max(16.0, share.size / share.rows)
+    else:
+        probe = RecordReader(share.path, compression=share.compression, on_error="skip")
+        first = next(probe.batches(64), None)
+        known = first is not None and len(first)
+        mean = max(16.0, len(first.data) / len(first) + 16) if known else 64.0
+    return int(min(1 << 17, max(64, BLOCK_BYTES // mean)))
+
+
+def _arrow_schema(spec: Any) -> pa.Schema:
+    """The Arrow schema of decoded blocks, from an empty decode (so it always agrees)."""
+    from ..format.reader import RecordBatch
+
+    empty = RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64))
+    return to_arrow(Decoder(spec).decode(empty)).schema
+
+
+def read(
+    paths: Any,
+    spec: Any = None,
+    *,
+    compression: str | None = "auto",
+    verify_crc: bool = True,
+    on_error: str = "raise",
+    storage_options: dict | None = None,
+    task_bytes: int = TASK_BYTES,
+    preserve_order: bool = True,
+    ray_remote_args: dict | None = None,
+) -> ray.data.Dataset:
+    """TFRecord files of tf.train.Example as a ray.data.Dataset, one row per record.
+
+    paths: a file, glob, folder or list, local or any fsspec URL (storage_options for its
+    filesystem). spec: as tn.open takes it; None infers one from a sample. Files larger
+    than task_bytes with a known index are split into several read tasks. Columns: dense
+    features as primitive or tensor columns, VarLen (Ragged) as Arrow lists, bytes as
+    binary. on_error="skip" / "warn" skips damaged records instead of failing the task.
+    preserve_order=True (this dataset's execution option) keeps the files' order, as a
+    local read gives it; False lets Ray hand out blocks as tasks finish.
+    """
+    if on_error not in ("raise", "skip", "warn"):
+        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
+    # absolute: read tasks run in workers whose working folder is not the driver's
+    files = [
+        p if fs.is_url(p) else os.path.abspath(p) for p in expand_paths(paths, storage_options)
+    ]
+    spec = as_spec(spec) if spec is not None else infer_spec(files, compression=compression)
+    source = TFRecordDatasource(
+        files,
+        spec,
+        compression=compression,
+        verify_crc=verify_crc,
+        on_error=on_error,
+        task_bytes=task_bytes,
+    )
+    ds = ray.data.read_datasource(source, ray_remote_args=ray_remote_args or {})
+    ds.context.execution_options.preserve_order = preserve_order
+    return ds
+
+
+# --- columns <-> Arrow -----------------------------------------------------------------------
+
+
+def to_arrow(columns: Mapping[str, Any]) -> pa.Table:
+    """Decoded columns as an Arrow table: 1-D arrays as primitive columns, arrays of more
+    axes as Ray tensor columns, Ragged as (large) list columns, bytes as large binary."""
+    return pa.table({name: _arrow_column(col) for name, col in columns.items()})
+
+
+def _arrow_column(col: Any) -> pa.Array:
+    if isinstance(col, Ragged):
+        values = _arrow_column(col.values)
+        return pa.LargeListArray.from_arrays(pa.array(col.row_splits, pa.int64()), values)
+    if isinstance(col, BytesColumn):
+        data = pa.py_buffer(np.ascontiguousarray(col.data))
+        offsets = pa.py_buffer(np.ascontiguousarray(col.offsets, np.int64))
+        return pa.Array.from_buffers(pa.large_binary(), len(col), [None, offsets, data])
+    arr = np.asarray(col)
+    if arr.ndim == 1:
+        return pa.array(arr)
+    from ray.data.extensions import ArrowTensorArray
+
+    return ArrowTensorArray.from_numpy(np.ascontiguousarray(arr))
+
+
+def from_arrow(table: pa.Table, spec: Any = None) -> dict[str, Any]:
+    """An Arrow table (a Ray block) as columns the Writer takes: lists -> Ragged, binary ->
+    BytesColumn, tensor columns -> ndarrays. With a spec, list columns of a FixedLen or
+    Raw feature become dense arrays of its shape."""
+    features = spec if isinstance(spec, Mapping) else {}
+    out = {}
+    for name in table.column_names:
+        column = table.column(name)
+        arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        col = _from_arrow(arr)
+        if isinstance(col, np.ndarray) and col.dtype == object:
+            col = _from_objects(col)
+        feature = features.get(name)
+        if isinstance(col, Ragged) and isinstance(feature, (FixedLen, Raw)):
+            col = col.values.reshape(len(col), *feature.shape)
+        out[name] = col
+    return out
+
+
+def _from_objects(values: np.ndarray) -> Any:
+    """An object column (how Ray's NumPy batches hold variable-length rows) -> Ragged,
+    or BytesColumn for bytes / str."""
+    first = next((v for v in values if v is not None), b"")
+    if isinstance(first, (bytes, str)):
+        return BytesColumn.from_list(values)
+    rows = [np.asarray(v) for v in values]
+    lengths = np.array([len(r) for r in rows], np.int64)
+    flat = np.concatenate(rows) if rows else np.empty(0)
+    return Ragged.from_lengths(flat, lengths)
+
+
+def _from_arrow(arr: pa.Array) -> Any:
+    kind = arr.type
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        offsets = np.asarray(arr.offsets, np.int64)
+        values = _from_arrow(arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0])))
+        return Ragged(values, offsets - offsets[0])
+    if pa.types.is_fixed_size_list(kind):
+        values = _from_arrow(arr.flatten())
+        return np.asarray(values).reshape(len(arr), kind.list_size, *np.shape(values)[1:])
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_string(kind):
+        return BytesColumn.from_list(arr.to_pylist())
+    if isinstance(kind, pa.ExtensionType):
+        return np.asarray(arr.to_numpy())
+    return arr.to_numpy(zero_copy_only=False)
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RayWriteResult:
+    """What `write` wrote: the shards (in order), their spec and the record count."""
+
+    paths: list[str]
+    spec: Any
+    records: int
+
+
+class TFRecordDatasink(Datasink):
+    """Each write task: its blocks -> one shard under a hidden name. The driver renames
+    the shards when all succeeded, or deletes them all when the job failed."""
+
+    def __init__(
+        self,
+        path: Any,
+        *,
+        spec: Any,
+        compression: str | None,
+        encoding: Any,
+        index: bool,
+    ):
+        self.path = path
+        self.spec = spec
+        self.compression = compression
+        self.encoding = encoding
+        self.index = index
+        self.job = uuid.uuid4().hex[:8]
+        self.result: RayWriteResult | None = None
+
+    def _hidden(self, task: int) -> Any:
+        folder, name = fs.split(self.path)
+        return fs.join(folder, f".{name}.{self.job}-{task:05d}")
+
+    def write(self, blocks: Iterable, ctx: Any) -> tuple[int, Any, int, Any]:
+        hidden = self._hidden(ctx.task_idx)
+        writer = Writer(
+            hidden,
+            encoding=self.encoding,
+            compression=self.compression,
+            index=self.index,
+            progress=False,
+        )
+        with writer:
+            for block in blocks:
+                table = BlockAccessor.for_block(block).to_arrow()
+                if table.num_rows:
+                    writer.write_batch(from_arrow(table, self.spec))
+        spec = writer.spec if writer.records else None
+        return ctx.task_idx, hidden, writer.records, spec
+
+    def on_write_complete(self, write_result: Any) -> None:
+        done = sorted(write_result.write_returns, key=lambda r: r[0])
+        kept = [r for r in done if r[2]] or done[:1]  # empty tasks write no shard
+        for r in done:
+            if r not in kept:
+                _remove_shard(r[1])
+        paths = [shard_name(self.path, k, len(kept)) for k in range(len(kept))]
+        moves = [(r[1], target) for r, target in zip(kept, paths, strict=True)]
+        if self.index:
+            moves += [(index_path(a), index_path(b)) for a, b in moves]
+        with ThreadPoolExecutor(min(RENAME_THREADS, len(moves) or 1)) as pool:
+            # on an object store a rename is a server-side copy: many at once
+            list(pool.map(lambda move: fs.replace(*move), moves))
+        spec = next((r[3] for r in kept if r[3] is not None), self.spec)
+        self.result = RayWriteResult(paths, spec, sum(r[2] for r in kept))
+
+    def on_write_failed(self, error: Exception) -> None:
+        folder, name = fs.split(self.path)
+        for found in fs.glob(fs.join(folder, f".{name}.{self.job}-*")) + _hidden_leftovers(
+            folder, f"{name}.{self.job}-"
+        ):
+            _remove_shard(found)
+
+    def get_name(self) -> str:
+        return "TFRecnp"
+
+
+def _hidden_leftovers(folder: Any, tag: str) -> list[Any]:
+    """Hidden files of the job (a writer's own temporary names included), which glob's
+    default of skipping hidden names would miss."""
+    if fs.is_url(folder):
+        fsys, inner = folder.fs, folder.fs._strip_protocol(str(folder))
+        names = fsys.ls(inner, detail=False) if fsys.exists(inner) else []
+        return [fs.URL(fsys.unstrip_protocol(n), fsys) for n in names if tag in n]
+    return [os.path.join(folder, n) for n in os.listdir(folder) if tag in n]
+
+
+def _remove_shard(path: Any) -> None:
+    fs.remove(path)
+    fs.remove(index_path(path))
+
+
+def write(
+    dataset: ray.data.Dataset,
+    path: Any,
+    *,
+    spec: Any = None,
+    compression: str | None = None,
+    num_shards: int | None = None,
+    encoding: Any = None,
+    index: bool = False,
+    storage_options: dict | None = None,
+) -> RayWriteResult:
+    """Write a ray.data.Dataset as TFRecord files of tf.train.Example, one record per row,
+    one shard per write task: ``path`` = out/data.tfrecord gives out/data-00000-of-00008
+    .tfrecord ... (num_shards: repartition first to exactly that many). Columns as `read`
+    gives them (lists -> VarLen, tensors and primitives -> FixedLen, binary -> bytes); spec
+    turns list columns of FixedLen / Raw features dense. Shards appear only when the whole
+    job succeeded; a failed job deletes what it wrote. Returns (paths, spec, records)."""
+    if num_shards is not None:
+        if num_shards < 1:
+            raise ValueError(f"num_shards must be at least 1, not {num_shards}")
+        dataset = dataset.repartition(num_shards)
+    target = fs.resolve(path, storage_options)
+    if not fs.is_url(target):
+        target = os.path.abspath(target)  # write tasks run in other working folders
+    sink = TFRecordDatasink(
+        target,
+        spec=as_spec(spec) if spec is not None else None,
+        compression=compression,
+        encoding=encoding,
+        index=index,
+    )
+    dataset.write_datasink(sink)
+    assert sink.result is not None
+    return sink.result

@@ -1,0 +1,123 @@
+"""Ray Data: tfrecnp.ray.read and write on a local 2-CPU Ray (started once per session)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tfrecnp as tn
+import tfrecnp.ray as tnray
+from tfrecnp.adapters.ray import from_arrow
+
+N = 2500
+
+
+def _columns(n: int = N) -> dict:
+    rng = np.random.default_rng(1)
+    lengths = rng.integers(0, 5, n)
+    return {
+        "label": np.arange(n, dtype=np.int64),
+        "x": rng.standard_normal((n, 3)).astype(np.float32),
+        "tokens": tn.Ragged.from_lengths(rng.integers(0, 50, int(lengths.sum())), lengths),
+        "name": tn.BytesColumn.from_list([f"r{i}".encode() for i in range(n)]),
+    }
+
+
+def _rows_equal(ds, cols: dict) -> None:
+    got = from_arrow(ds.take_batch(10**9, batch_format="pyarrow"))
+    np.testing.assert_array_equal(got["label"], cols["label"])
+    np.testing.assert_array_equal(got["x"], cols["x"])
+    np.testing.assert_array_equal(got["tokens"].values, cols["tokens"].values)
+    np.testing.assert_array_equal(got["tokens"].row_splits, cols["tokens"].row_splits)
+    assert list(got["name"]) == list(cols["name"])
+
+
+@pytest.fixture
+def shards(tmp_path):
+    cols = _columns()
+    out = tn.write(tmp_path / "in.tfrecord", cols, records_per_shard=1000, progress=False)
+    return out, cols
+
+
+def test_read_gives_the_values_in_order(ray_local, shards):
+    out, cols = shards
+    ds = tnray.read(out.paths, out.spec)
+    assert ds.count() == N
+    schema = ds.schema()
+    assert "tokens" in schema.names
+    _rows_equal(ds, cols)
+
+
+def test_large_files_split_into_read_tasks_with_exact_counts(ray_local, shards):
+    from tfrecnp.adapters.ray import TFRecordDatasource
+
+    out, cols = shards
+    source = TFRecordDatasource(
+        out.paths, out.spec, compression=None, verify_crc=True, on_error="raise", task_bytes=8000
+    )
+    tasks = source.get_read_tasks(4)
+    assert len(tasks) > len(out.paths)
+    assert sum(t.metadata.num_rows for t in tasks) == N
+    _rows_equal(tnray.read(out.paths, out.spec, task_bytes=8000), cols)
+
+
+def test_round_trip_through_ray_write(ray_local, shards, tmp_path):
+    out, cols = shards
+    ds = tnray.read(out.paths, out.spec)
+    (tmp_path / "back").mkdir()
+    wrote = tnray.write(ds, tmp_path / "back" / "data.tfrecord", num_shards=3)
+    names = sorted(p.name for p in (tmp_path / "back").iterdir())
+    assert names == [f"data-0000{k}-of-00003.tfrecord" for k in range(3)]
+    assert wrote.records == N
+    back = tn.read(wrote.paths, out.spec)
+    np.testing.assert_array_equal(back["label"], cols["label"])
+    np.testing.assert_array_equal(back["x"], cols["x"])
+    np.testing.assert_array_equal(back["tokens"].values, cols["tokens"].values)
+    _rows_equal(tnray.read(wrote.paths), cols)
+
+
+def test_failed_write_job_removes_what_it_wrote(ray_local, shards, tmp_path):
+    out, _ = shards
+    (tmp_path / "fail").mkdir()
+
+    def boom(batch):
+        if batch["label"][0] >= 1000:
+            raise RuntimeError("the job fails")
+        return batch
+
+    ds = tnray.read(out.paths, out.spec).map_batches(boom, batch_size=None)
+    with pytest.raises(Exception, match="the job fails"):
+        tnray.write(ds, tmp_path / "fail" / "data.tfrecord")
+    assert list((tmp_path / "fail").iterdir()) == []
+
+
+def test_damaged_shard_honours_on_error(ray_local, shards):
+    out, _ = shards
+    path = out.paths[1]
+    with open(path, "r+b") as f:
+        f.seek(f.seek(0, 2) // 2)
+        byte = f.read(1)[0]
+        f.seek(-1, 1)
+        f.write(bytes([byte ^ 0xFF]))
+    with pytest.raises(Exception, match="CRC mismatch"):
+        tnray.read(out.paths, out.spec).count()
+    rows = tnray.read(out.paths, out.spec, on_error="skip").take_all()
+    assert N - 5 < len(rows) < N
+
+
+def test_read_from_s3_same_as_local(ray_local, shards, s3):
+    out, cols = shards
+    for p in out.paths:
+        s3.fs.put_file(p, s3.url("ray/" + p.rsplit("/", 1)[-1]))
+    _rows_equal(tnray.read(s3.url("ray/"), out.spec, storage_options=s3.options), cols)
+
+
+def test_dataset_to_ray(ray_local, shards):
+    out, cols = shards
+    ds = tn.open(out.paths, out.spec)
+    _rows_equal(ds.to_ray(), cols)
+    assert ds.select(["label"]).to_ray().columns() == ["label"]
+    with pytest.raises(ValueError, match="whole files"):
+        ds.take(10).to_ray()
+    with pytest.raises(TypeError, match="from_numpy"):
+        tn.open(np.arange(3)).to_ray()
