@@ -20,6 +20,7 @@ slice, so streaming a 50 GB read-only memmap keeps RSS flat.
 from __future__ import annotations
 
 import json
+import math
 import os
 import zipfile
 from collections.abc import Iterator, Mapping
@@ -29,6 +30,7 @@ import numpy as np
 
 from .._util.memory import page_releaser
 from .._util.optional import install_hint
+from .._util.text import format_size
 from ..errors import SchemaError
 from ..example.columns import BytesColumn, Ragged, check_lengths
 from ..format.paths import looks_like_records
@@ -265,6 +267,7 @@ def _pick(names: list[str], keys: list[str] | None, path: str) -> list[str]:
 
 
 def _open_npy(path: str) -> np.memmap:
+    _check_npy_size(path)
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except ValueError as e:
@@ -275,6 +278,27 @@ def _open_npy(path: str) -> np.memmap:
     if arr.ndim == 0:
         raise ValueError(f"{path} holds a 0-d array: there are no rows to write as records")
     return arr
+
+
+def _check_npy_size(path: str) -> None:
+    """A header's shape must fit in the bytes that follow it: a damaged or hostile header
+    (2^60 elements) gets an error that says so, not numpy's complaint about mmap."""
+    with open(path, "rb") as f:
+        try:
+            version = np.lib.format.read_magic(f)
+            shape, _, dtype = read_npy_header(f, version)
+        except ValueError:
+            return  # not a header numpy reads either: np.load says why
+        data = os.fstat(f.fileno()).st_size - f.tell()
+    if dtype.hasobject:
+        return
+    claimed = math.prod(shape) * dtype.itemsize
+    if claimed > data:
+        raise ValueError(
+            f"{path}: its header claims shape {shape} of {dtype} ({format_size(claimed)}) "
+            f"but only {format_size(data)} follow the header; the file is truncated or its "
+            "header damaged"
+        )
 
 
 # --- .npz ---------------------------------------------------------------------------

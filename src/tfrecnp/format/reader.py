@@ -55,6 +55,10 @@ SEEK_READ_BYTES = 4096  # a header-only scan reads this much after each jump ove
 SEEK_GAP = 64 << 10  # ... over payloads this long; shorter ones are read through, in chunks
 ITER_BYTES = 4 << 20  # iterating records reads batches of about this many bytes
 MAX_PLAUSIBLE_LENGTH = 1 << 31  # protobuf messages stop at 2 GiB; past this a length is nonsense
+# The largest record a reader takes by default. Uncompressed files bound a length by the bytes
+# left in the file; a compressed stream cannot, so without a limit a header claiming 2^60
+# bytes over a decompression bomb would inflate the whole stream into memory.
+MAX_RECORD_BYTES = 1 << 30
 
 
 def _check_on_error(on_error: str) -> str:
@@ -228,7 +232,10 @@ class RecordReader:
     requests of several MiB. compression="auto" detects GZIP and
     ZLIB per file. verify_crc=False skips payload CRCs (length CRCs are always checked,
     since an unchecked length cannot be trusted). on_error="skip" / "warn" resynchronises
-    past damage; what was skipped is listed in `corruptions`.
+    past damage; what was skipped is listed in `corruptions`. max_record_bytes (default
+    1 GiB) bounds the memory one record may take: a header claiming more is damage, refused
+    before its bytes are fetched (records within the 1 MiB read buffer are taken as they
+    are); raise it for larger records.
     """
 
     def __init__(
@@ -239,11 +246,15 @@ class RecordReader:
         verify_crc: bool = True,
         on_error: OnError = "raise",
         storage_options: dict | None = None,
+        max_record_bytes: int = MAX_RECORD_BYTES,
     ):
         self.paths = expand_paths(paths, storage_options)
         self.compression = normalize_compression(compression)
         self.verify_crc = verify_crc
         self.on_error = _check_on_error(on_error)
+        if max_record_bytes < 0:
+            raise ValueError(f"max_record_bytes must be >= 0, not {max_record_bytes}")
+        self.max_record_bytes = max_record_bytes
         self.corruptions: list[CorruptRecordError] = []
 
     def __iter__(self) -> Iterator[bytes]:
@@ -255,7 +266,12 @@ class RecordReader:
         from the first few records: large records must not come 1024 at a time."""
         if not self.paths:
             return 1
-        probe = RecordReader(self.paths[0], compression=self.compression, on_error="skip")
+        probe = RecordReader(
+            self.paths[0],
+            compression=self.compression,
+            on_error="skip",
+            max_record_bytes=self.max_record_bytes,
+        )
         sizes = [len(b.data) for b in itertools.islice(probe.batches(1), 8)]
         mean = sum(sizes) / len(sizes) + 16 if sizes else 16
         return int(min(1024, max(1, nbytes // mean)))
@@ -560,6 +576,15 @@ def _walk_stream(reader: RecordReader, s: _Stream, sink: _BatchBuilder | _Header
             continue
         need = 12 if length < 0 else length + 16
         left = (s.size - s.base - s.start) if s.size is not None else None
+        if length > reader.max_record_bytes and (left is None or need <= left):
+            reason = (
+                f"length {format_count(length)} exceeds max_record_bytes "
+                f"({format_size(reader.max_record_bytes)}); if records this large are real, "
+                "pass a larger max_record_bytes"
+            )
+            reader._damage(reason, s, record, s.base + s.start)
+            _resync(reader, s, s.start + 1, s.start)
+            continue
         if left is not None and need > left:
             if left == 0:
                 return
