@@ -18,7 +18,11 @@ $(VENV)/.built: $(CORE) | $(PY)
 	$(PIP) install --no-build-isolation -e .
 	touch $@
 
+# torch first, on its own: asked for alone, `torch==2.13.0` takes the CPU build this kind of
+# machine keeps on disk, but resolved together with the whole test extra pip backtracks into
+# PyPI's CUDA build (7 GB in the venv); once installed, the CPU build satisfies the pin.
 $(VENV)/.test-deps: pyproject.toml | $(PY)
+	$(PIP) install "torch==2.13.0"
 	$(PIP) install --no-build-isolation -e '.[test]'
 	touch $@ $(VENV)/.built
 
