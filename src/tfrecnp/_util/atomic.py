@@ -3,8 +3,11 @@ the same file system, and renamed into place only when complete."""
 
 from __future__ import annotations
 
+import errno
 import os
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TypeVar
 
 from . import fs
@@ -26,6 +29,23 @@ def build_name(path: PathLike) -> str:
     if fs.is_url(path) and fs.basename(path).startswith("."):
         return fs.resolve(path)
     return hidden_sibling(path)
+
+
+@contextmanager
+def naming_full_disk(path: PathLike) -> Iterator[None]:
+    """A full disk (ENOSPC) or quota (EDQUOT) while writing `path` says which output failed
+    and that nothing of it was left behind; the caller's abort has removed the partial
+    output by the time this runs. Still an OSError with that errno, for code that checks."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise OSError(
+            e.errno,
+            f"{os.strerror(e.errno)} while writing {os.fspath(path)}; the partial output was "
+            "removed, nothing that looks complete is left: free some space or write elsewhere",
+        ) from e
 
 
 class atomic_output:
@@ -73,10 +93,13 @@ class CloseOrAbort:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
-        if kind is None:
-            self.close()
-        else:
-            self.abort()
+        with naming_full_disk(getattr(self, "path", "the output")):
+            if kind is None:
+                self.close()
+            else:
+                self.abort()
+                if isinstance(value, OSError):
+                    raise value
 
     def __del__(self) -> None:
         if not self.closed:

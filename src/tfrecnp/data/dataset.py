@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._util import fs
+from .._util.atomic import naming_full_disk
 from .._util.memory import available_memory
 from .._util.progress import Progress
 from .._util.text import format_count, format_size
@@ -426,19 +427,20 @@ class Dataset:
         total, size = self._progress_totals()
         sink = ArraySink(fs.resolve(out, storage_options), fmt, spec=self.spec, overwrite=overwrite)
         bar = Progress(f"saving {os.fspath(out)}", total=total, total_bytes=size, enabled=progress)
-        try:
-            block = int(batch_size or block_records(1, self._mean_record_bytes()))
-            for b in self._blocks(block):
-                sink.write(b.cols)
-                bar.update(b.n, b.nbytes + 16 * b.n)  # frames, as the files' sizes count
-            if not sink.records and not sink._leaves:
-                sink.write(self._empty())
-            path = sink.close()
-        except BaseException:
-            sink.abort()
-            raise
-        finally:
-            bar.close()
+        with naming_full_disk(out):
+            try:
+                block = int(batch_size or block_records(1, self._mean_record_bytes()))
+                for b in self._blocks(block):
+                    sink.write(b.cols)
+                    bar.update(b.n, b.nbytes + 16 * b.n)  # frames, as the files' sizes count
+                if not sink.records and not sink._leaves:
+                    sink.write(self._empty())
+                path = sink.close()
+            except BaseException:
+                sink.abort()
+                raise
+            finally:
+                bar.close()
         return path
 
     # -- frameworks ------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ import numpy as np
 
 from .._core import encode, framing
 from .._util import fs
-from .._util.atomic import CloseOrAbort, require_folder
+from .._util.atomic import CloseOrAbort, naming_full_disk, require_folder
 from .._util.memory import page_releaser
 from .._util.progress import Progress
 from .._util.text import format_count
@@ -982,13 +982,14 @@ def write(
         storage_options=storage_options,
     )
     writer._progress.total = n
-    try:
-        writer._write_columns(cols, n)
-        if verify:
-            writer._expected.append((cols, n))
-    except BaseException:
-        writer.abort()
-        raise
-    writer.close()
+    with naming_full_disk(writer.path):
+        try:
+            writer._write_columns(cols, n)
+            if verify:
+                writer._expected.append((cols, n))
+            writer.close()
+        except BaseException:
+            writer.abort()
+            raise
     size = sum(fs.size(p) for p in writer.paths)
     return WriteResult(writer.paths, writer.spec, writer.records, size)
