@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, format_rate
+from common import DATA_DIR, format_rate, run_peer
 
 WIDTH = 256  # float32 values per row of the big .npy (1 KiB rows)
 
@@ -180,13 +180,7 @@ def _spec_numeric():
 
 
 def _side(*argv: str) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-    proc = subprocess.run(
-        [sys.executable, __file__, "--side", *argv], capture_output=True, text=True, env=env
-    )
-    if proc.returncode:
-        return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_peer(__file__, list(argv), flag="--side")
 
 
 def _training_file(kind: str, quick: bool) -> Path:
@@ -228,8 +222,8 @@ def _seed_004(args: argparse.Namespace) -> None:
     big = _big_npy(args.quick)
     print(f"1. seed 004: {big.stat().st_size / 2**30:.2f} GiB .npy into tf.data, batch 32")
     seed, ours = _side("seed", str(big)), _side("ours", str(big))
-    if "error" in seed or "error" in ours:
-        print(f"  failed: {seed.get('error') or ours.get('error')}")
+    if "skip" in seed or "skip" in ours:
+        print(f"  failed: {seed.get('skip') or ours.get('skip')}")
     else:
         print(f"  {'':<20} {'Python loop':>12} {'in graph':>10} {'peak RSS':>10}")
         for name, r in (("seed 004 recipe", seed), ("tn.open().to_tf(32)", ours)):
@@ -246,8 +240,8 @@ def _to_tf(args: argparse.Namespace) -> None:
     for kind in ("numeric", "tokens"):
         path = _training_file(kind, args.quick)
         got = _side("to_tf", kind, str(path), str(args.runs))
-        if "error" in got:
-            print(f"  {kind}: failed: {got['error']}")
+        if "skip" in got:
+            print(f"  {kind}: failed: {got['skip']}")
             continue
         for batch, r in got.items():
             ratio = r["tfrecnp"] / r["tensorflow"]
@@ -267,8 +261,8 @@ def _torch(args: argparse.Namespace) -> None:
                ("map-style", "to_torch", "to_torch-0", "vahidk")}  # fmt: skip
     peer = results["vahidk"].get("rate")
     for name, r in results.items():
-        if "error" in r:
-            print(f"  {name:<10} failed: {r['error']}")
+        if "skip" in r:
+            print(f"  {name:<10} failed: {r['skip']}")
             continue
         ratio = f"x vahidk {r['rate'] / peer:.1f}" if peer else ""
         print(f"  {name:<10} {format_rate(r['rate']):>10}  ({r['records']:,} records)  {ratio}")

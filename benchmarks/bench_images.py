@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, format_rate, warm_page_cache
+from common import DATA_DIR, format_rate, run_peer, warm_page_cache
 
 FILES = {128: 4096, 512: 512}  # side -> images
 CASES = (("128 uint8", 128, None), ("512 uint8", 512, None), ("512->224 float32", 512, 224))
@@ -146,16 +146,7 @@ SIDE_FNS = {"tfrecnp": _tfrecnp, "tensorflow": _tensorflow, "pillow": _pillow}
 
 
 def _run_side(side: str, path: Path, resize: int | None, runs: int) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-    proc = subprocess.run(
-        [sys.executable, __file__, "--side", side, str(path), str(resize or 0), str(runs)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    if proc.returncode:
-        return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_peer(__file__, [side, path, resize or 0, runs], flag="--side")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.runs):  # rounds: one process per side, in turn, so that a
             for who in SIDES:  # change in the shared machine's load hits every side alike
                 got = _run_side(who, path, resize, 2)  # the second pass: warm
-                if "error" in got:
-                    print(f"  {name}: {who} failed: {got['error']}")
+                if "skip" in got:
+                    print(f"  {name}: {who} failed: {got['skip']}")
                     rates[who].append(float("nan"))
                 else:
                     rates[who].append(got["rates"][-1])

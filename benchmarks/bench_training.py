@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, format_rate, warm_page_cache
+from common import DATA_DIR, format_rate, run_peer, warm_page_cache
 
 KINDS = {"numeric": 200_000, "tokens": 200_000, "raw": 20_000}
 BATCHES = (32, 256, 1024, 8192)
@@ -155,16 +155,7 @@ def _tf_side(kind: str, path: Path, runs: int) -> dict:
 
 
 def _run_side(side: str, kind: str, path: Path, runs: int) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
-    proc = subprocess.run(
-        [sys.executable, __file__, "--side", side, kind, str(path), str(runs)],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
-    if proc.returncode:
-        return {"error": (proc.stderr.strip().splitlines() or ["?"])[-1]}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_peer(__file__, [side, kind, path, runs], flag="--side")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -199,8 +190,8 @@ def main(argv: list[str] | None = None) -> int:
         ours = _run_side("tfrecnp", kind, path, args.runs)
         theirs = _run_side("tensorflow", kind, path, args.runs)
         print(f"\n{kind}: {n:,} records, {path.stat().st_size / 1e6:.0f} MB")
-        if "error" in ours or "error" in theirs:
-            print(f"  failed: {ours.get('error') or theirs.get('error')}")
+        if "skip" in ours or "skip" in theirs:
+            print(f"  failed: {ours.get('skip') or theirs.get('skip')}")
             continue
         print(f"  {'batch':>6} {'shuffle':>8} {'tfrecnp':>10} {'TensorFlow':>11} {'x TF':>6}")
         for batch in BATCHES:

@@ -103,15 +103,16 @@ class Result:
         return (max(self.seconds) - min(self.seconds)) / self.median
 
 
-def run_peer(script: Path, args: list[str]) -> dict:
-    """Run `python script --peer ...args` and return the JSON object on its last stdout line.
+def run_peer(script: Path | str, args: list[str], *, flag: str = "--peer") -> dict:
+    """Run `python script <flag> ...args` and return the JSON object on its last stdout line
+    (flag: "--peer" for another reader, "--side" for one side of a comparison).
 
     Returns {"skip": reason} when the peer cannot run (not installed, crashed, timed out).
     """
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
     try:
         proc = subprocess.run(
-            [sys.executable, str(script), "--peer", *args],
+            [sys.executable, str(script), flag, *map(str, args)],
             capture_output=True,
             text=True,
             timeout=PEER_TIMEOUT,

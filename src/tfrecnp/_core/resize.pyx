@@ -35,56 +35,57 @@ cdef int _check(const uint8_t[:, :, ::1] src, Py_ssize_t H, Py_ssize_t W, Py_ssi
     return 0
 
 
+ctypedef fused out_t:
+    float
+    uint8_t
+
+
+cdef void _bilinear(const uint8_t[:, :, ::1] src, out_t[:, :, ::1] out,
+                    const intp[::1] y0, const intp[::1] y1, const float[::1] fy,
+                    const intp[::1] x0, const intp[::1] x1, const float[::1] fx,
+                    float scale) noexcept nogil:
+    """The loop both outputs share; float32 values are scaled, uint8 ones rounded half to
+    even and clipped (bilinear never leaves 0..255; the clip is for safety)."""
+    cdef Py_ssize_t H = out.shape[0], W = out.shape[1], c = out.shape[2], i, j, k
+    cdef float top, bottom, wx, wy, v
+    cdef long r
+    cdef const uint8_t *a
+    cdef const uint8_t *b
+    cdef const uint8_t *p
+    cdef const uint8_t *q
+    for i in range(H):
+        wy = fy[i]
+        for j in range(W):
+            wx = fx[j]
+            a = &src[y0[i], x0[j], 0]
+            b = &src[y0[i], x1[j], 0]
+            p = &src[y1[i], x0[j], 0]
+            q = &src[y1[i], x1[j], 0]
+            for k in range(c):
+                top = <float>a[k] + (<float>b[k] - <float>a[k]) * wx
+                bottom = <float>p[k] + (<float>q[k] - <float>p[k]) * wx
+                v = top + (bottom - top) * wy
+                if out_t is float:
+                    out[i, j, k] = v * scale
+                else:
+                    r = lrintf(v)
+                    out[i, j, k] = <uint8_t>(0 if r < 0 else (255 if r > 255 else r))
+
+
 def bilinear_f32(const uint8_t[:, :, ::1] src, float[:, :, ::1] out,
                  const intp[::1] y0, const intp[::1] y1, const float[::1] fy,
                  const intp[::1] x0, const intp[::1] x1, const float[::1] fx,
                  float scale) -> None:
     """src -> out (float32), every value times scale."""
-    cdef Py_ssize_t H = out.shape[0], W = out.shape[1], c = out.shape[2], i, j, k
-    cdef float top, bottom, wx, wy
-    cdef const uint8_t *a
-    cdef const uint8_t *b
-    cdef const uint8_t *p
-    cdef const uint8_t *q
-    _check(src, H, W, c, y0, y1, fy, x0, x1, fx)
+    _check(src, out.shape[0], out.shape[1], out.shape[2], y0, y1, fy, x0, x1, fx)
     with nogil:
-        for i in range(H):
-            wy = fy[i]
-            for j in range(W):
-                wx = fx[j]
-                a = &src[y0[i], x0[j], 0]
-                b = &src[y0[i], x1[j], 0]
-                p = &src[y1[i], x0[j], 0]
-                q = &src[y1[i], x1[j], 0]
-                for k in range(c):
-                    top = <float>a[k] + (<float>b[k] - <float>a[k]) * wx
-                    bottom = <float>p[k] + (<float>q[k] - <float>p[k]) * wx
-                    out[i, j, k] = (top + (bottom - top) * wy) * scale
+        _bilinear(src, out, y0, y1, fy, x0, x1, fx, scale)
 
 
 def bilinear_u8(const uint8_t[:, :, ::1] src, uint8_t[:, :, ::1] out,
                 const intp[::1] y0, const intp[::1] y1, const float[::1] fy,
                 const intp[::1] x0, const intp[::1] x1, const float[::1] fx) -> None:
-    """src -> out (uint8, rounded half to even; bilinear never leaves 0..255)."""
-    cdef Py_ssize_t H = out.shape[0], W = out.shape[1], c = out.shape[2], i, j, k
-    cdef float top, bottom, wx, wy
-    cdef long v
-    cdef const uint8_t *a
-    cdef const uint8_t *b
-    cdef const uint8_t *p
-    cdef const uint8_t *q
-    _check(src, H, W, c, y0, y1, fy, x0, x1, fx)
+    """src -> out (uint8, rounded half to even)."""
+    _check(src, out.shape[0], out.shape[1], out.shape[2], y0, y1, fy, x0, x1, fx)
     with nogil:
-        for i in range(H):
-            wy = fy[i]
-            for j in range(W):
-                wx = fx[j]
-                a = &src[y0[i], x0[j], 0]
-                b = &src[y0[i], x1[j], 0]
-                p = &src[y1[i], x0[j], 0]
-                q = &src[y1[i], x1[j], 0]
-                for k in range(c):
-                    top = <float>a[k] + (<float>b[k] - <float>a[k]) * wx
-                    bottom = <float>p[k] + (<float>q[k] - <float>p[k]) * wx
-                    v = lrintf(top + (bottom - top) * wy)
-                    out[i, j, k] = <uint8_t>(0 if v < 0 else (255 if v > 255 else v))
+        _bilinear(src, out, y0, y1, fy, x0, x1, fx, 1.0)
