@@ -27,10 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR
+from common import token_shards
 
 SHARDS, ROWS = 8, 25_000
 BATCH = 1024
@@ -39,21 +37,8 @@ BATCH = 1024
 def _data() -> tuple[list[str], object]:
     import tfrecnp as tn
 
-    folder = DATA_DIR / "ray"
-    paths = sorted(str(p) for p in folder.glob("data-*.tfrecord"))
-    if len(paths) != SHARDS:
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        rng = np.random.default_rng(0)
-        n = SHARDS * ROWS
-        lengths = rng.integers(2, 16, n)  # Ray infers a scalar from a 1-value list
-        cols = {
-            "label": np.arange(n, dtype=np.int64),
-            "x": rng.standard_normal((n, 16)).astype(np.float32),
-            "tokens": tn.Ragged.from_lengths(rng.integers(0, 30_000, int(lengths.sum())), lengths),
-        }
-        out = tn.write(folder / "data.tfrecord", cols, records_per_shard=ROWS, progress=False)
-        paths = out.paths
+    # 2+ tokens: Ray's own reader infers a scalar from a one-value list
+    paths = token_shards("ray", SHARDS, ROWS, width=16, tokens=(2, 16))
     spec = {
         "label": tn.FixedLen((), "int64"),
         "x": tn.FixedLen((16,), "float32"),

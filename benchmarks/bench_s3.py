@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import shutil
 import statistics
 import sys
 import time
@@ -31,30 +30,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR
+from common import token_shards
 
 SHARDS, ROWS = 4, 25_000
 
 
 def _data() -> list[str]:
-    import tfrecnp as tn
-
-    folder = DATA_DIR / "s3"
-    paths = sorted(str(p) for p in folder.glob("data-*.tfrecord"))
-    if len(paths) != SHARDS:
-        shutil.rmtree(folder, ignore_errors=True)
-        folder.mkdir(parents=True)
-        rng = np.random.default_rng(0)
-        n = SHARDS * ROWS
-        lengths = rng.integers(0, 32, n)
-        cols = {
-            "label": np.arange(n, dtype=np.int64),
-            "x": rng.standard_normal((n, 64)).astype(np.float32),
-            "tokens": tn.Ragged.from_lengths(rng.integers(0, 30_000, int(lengths.sum())), lengths),
-        }
-        out = tn.write(folder / "data.tfrecord", cols, records_per_shard=ROWS, progress=False)
-        paths = out.paths
-    return paths
+    return token_shards("s3", SHARDS, ROWS, width=64, tokens=(0, 32))
 
 
 def _server():

@@ -103,6 +103,35 @@ class Result:
         return (max(self.seconds) - min(self.seconds)) / self.median
 
 
+def token_shards(
+    name: str, shards: int, rows: int, *, width: int, tokens: tuple[int, int]
+) -> list[str]:
+    """`shards` TFRecord files of `rows` records each under DATA_DIR/name (made once, then
+    reused): an int64 label, `width` float32s and a token list of tokens[0]..tokens[1] - 1
+    int64s."""
+    import shutil
+
+    import numpy as np
+
+    import tfrecnp as tn
+
+    folder = DATA_DIR / name
+    paths = sorted(str(p) for p in folder.glob("data-*.tfrecord"))
+    if len(paths) == shards:
+        return paths
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    n = shards * rows
+    lengths = rng.integers(*tokens, n)
+    cols = {
+        "label": np.arange(n, dtype=np.int64),
+        "x": rng.standard_normal((n, width)).astype(np.float32),
+        "tokens": tn.Ragged.from_lengths(rng.integers(0, 30_000, int(lengths.sum())), lengths),
+    }
+    return tn.write(folder / "data.tfrecord", cols, records_per_shard=rows, progress=False).paths
+
+
 def run_peer(script: Path | str, args: list[str], *, flag: str = "--peer") -> dict:
     """Run `python script <flag> ...args` and return the JSON object on its last stdout line
     (flag: "--peer" for another reader, "--side" for one side of a comparison).

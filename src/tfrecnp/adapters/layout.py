@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..example.image import Image
-from ..example.padding import LENGTH_SUFFIX
+from ..example.padding import LENGTH_SUFFIX, pad_lengths
 from ..example.spec import FixedLen, Raw, Sequence, VarLen
 
 
@@ -35,7 +35,7 @@ def layout(spec: Any, pad: Any = None) -> dict[str, Column]:
                 out[name] = Column(inner.dtype, (None, *inner.shape), 1)
     else:
         out = {name: _example_column(f) for name, f in spec.items()}
-    return _padded(out, pad)
+    return _padded(out, pad_lengths(spec, pad))
 
 
 def _example_column(f: Any) -> Column:
@@ -54,18 +54,11 @@ def _example_column(f: Any) -> Column:
     raise TypeError(f"no framework layout for a feature of type {type(f).__name__}")
 
 
-def _padded(columns: dict[str, Column], pad: Any) -> dict[str, Column]:
-    if pad is None or pad is False:
-        return columns
-    wanted = (
-        {n: None for n, c in columns.items() if c.ragged == 1}
-        if pad is True
-        else {n: (how[0] if isinstance(how, tuple) else how) for n, how in pad.items()}
-    )
+def _padded(columns: dict[str, Column], wanted: dict[str, tuple]) -> dict[str, Column]:
     out = {}
     for name, col in columns.items():
-        if name in wanted and col.ragged == 1:
-            out[name] = Column(col.dtype, (wanted[name], *col.shape[1:]))
+        if name in wanted:
+            out[name] = Column(col.dtype, (wanted[name][0], *col.shape[1:]))
             out[name + LENGTH_SUFFIX] = Column("int64", ())
         else:
             out[name] = col

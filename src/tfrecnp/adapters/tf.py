@@ -11,8 +11,8 @@ cuts slower), so the per-batch cost is TensorFlow's own, not a trip through Pyth
   by `tf.strings.substr` (one tensor instead of a Python object per value);
 - Ragged columns pass as values plus row splits and become `tf.RaggedTensor`s through
   `from_row_splits(validate=False)` (the splits were checked when decoded);
-- pad= with fixed lengths pads per block in NumPy (the same rows as per batch); a length of
-  None (pad to the batch's longest row) pads each batch in the graph.
+- pad= with fixed lengths pads per block in NumPy; a length of None pads each batch in
+  the graph.
 
 Measured (benchmarks/bench_adapters.py, batch 32): handing over one batch per generator
 step ran at 0.4-0.5x TensorFlow's own TFRecord pipeline (a generator step costs about
@@ -30,7 +30,7 @@ import numpy as np
 
 from .._util.optional import require
 from ..example.columns import BytesColumn, Ragged
-from ..example.padding import LENGTH_SUFFIX, padder
+from ..example.padding import LENGTH_SUFFIX, pad_lengths
 from .layout import Column, layout
 
 
@@ -50,10 +50,13 @@ def to_tf(
     batch_size is given; see `Dataset.to_tf`. block: records per hand-over from Python (a
     whole number of batches)."""
     tf = require("tensorflow", "tf")
-    if batch_size is None and pad is not None:
+    if batch_size is None and pad not in (None, False):
         raise ValueError("pad= pads the rows of a batch; give a batch_size too")
-    padder(ds.spec, pad)  # a bad pad= fails here, before TensorFlow sees it
-    fixed, per_batch = _split_pad(ds.spec, pad)
+    # fixed lengths pad per block in NumPy (the same rows as per batch); a length of None
+    # (the batch's longest row) pads each batch in the graph. A bad pad= fails here.
+    wanted = pad_lengths(ds.spec, pad)
+    fixed = {name: how for name, how in wanted.items() if how[0] is not None} or None
+    per_batch = {name: value for name, (length, value) in wanted.items() if length is None}
     fed = layout(ds.spec, fixed)
     signature = {name: _parts_spec(tf, col) for name, col in fed.items()}
 
@@ -111,24 +114,6 @@ def _with_rows(tf: Any, value: Any, rows: int) -> Any:
         splits = tf.ensure_shape(value.row_splits, (rows + 1,))
         return tf.RaggedTensor.from_row_splits(value.values, splits, validate=False)
     return tf.ensure_shape(value, (rows, *value.shape[1:]))
-
-
-def _split_pad(spec: Any, pad: Any) -> tuple[Any, dict[str, Any]]:
-    """pad= split into what the dataset pads per block (fixed lengths: the same rows as per
-    batch) and what the graph pads per batch ({name: fill value}; length None: the batch's
-    longest row)."""
-    if pad is None or pad is False:
-        return None, {}
-    if pad is True:
-        return None, {n: 0 for n, c in layout(spec).items() if c.ragged == 1}
-    fixed, later = {}, {}
-    for name, how in pad.items():
-        length, value = how if isinstance(how, tuple) else (how, 0)
-        if length is None:
-            later[name] = value
-        else:
-            fixed[name] = how
-    return fixed or None, later
 
 
 # -- the flat parts a column travels in -------------------------------------------------------

@@ -376,19 +376,18 @@ def _array_dataset(args: argparse.Namespace) -> Any:
 
 
 def _inspect_arrays(ds: Any, args: argparse.Namespace) -> int:
-    from ..example.spec import as_spec, spec_to_json
+    from ..example.spec import Sequence, spec_to_json
 
     if args.json:
         print(spec_to_json(ds.spec))
         return 0
     path = args.paths[0]
     print(f"{path}: {format_count(len(ds))} records, {format_size(_disk_size(path))}, arrays")
-    sample = ds[: min(len(ds), 4)] if len(ds) else None
+    first = ds[0] if len(ds) else {}
+    spec = ds.spec.context | ds.spec.sequence if isinstance(ds.spec, Sequence) else ds.spec
     rows = [("name", "spec", "example")]
-    features = ds.spec.context | ds.spec.sequence if hasattr(ds.spec, "context") else ds.spec
-    for name, feature in as_spec(features).items():
-        example = summarize(sample[name][0], 40) if sample is not None else "-"
-        rows.append((name, feature.spell(), example))
+    for name, feature in spec.items():
+        rows.append((name, feature.spell(), summarize(first[name], 40) if first else "-"))
     widths = [max(len(r[i]) for r in rows) for i in range(2)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[2])

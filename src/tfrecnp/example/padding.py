@@ -59,11 +59,39 @@ def pad_columns(cols: Batch, pad: Any, *, truncate: bool = False) -> Batch:
     return apply(cols) if apply else cols
 
 
+def pad_lengths(spec: Any, pad: Any) -> dict[str, tuple[int | None, Any]]:
+    """pad= checked against the spec and spelled out: {name: (length or None, fill value)}
+    for each column it pads (empty for None / False)."""
+    return _wanted(ragged_features(spec), feature_names(spec), pad)
+
+
 def _padder(
     flat: dict[str, bool], names: list[str], pad: Any, truncate: bool
 ) -> tuple[Callable[..., Batch] | None, bool]:
     if pad is None or pad is False:
         return None, True
+    wanted = _wanted(flat, names, pad)
+
+    def apply(cols: Batch, where: Callable[[int], tuple[str, int]] | None = None) -> Batch:
+        out: dict[str, Any] = {}
+        for name, col in cols.items():
+            if name in wanted and isinstance(col, Ragged):
+                length, value = wanted[name]
+                lens = col.lengths
+                if length is not None and not truncate and len(lens) and lens.max() > length:
+                    raise _too_long(name, length, lens, where)
+                out[name] = col.to_padded(length, value)
+                out[name + LENGTH_SUFFIX] = lens if length is None else np.minimum(lens, length)
+            else:
+                out[name] = col
+        return out
+
+    return apply, all(length is not None for length, _ in wanted.values())
+
+
+def _wanted(flat: dict[str, bool], names: list[str], pad: Any) -> dict[str, tuple[int | None, Any]]:
+    if pad is None or pad is False:
+        return {}
     if pad is True:
         wanted = {name: (None, 0) for name, ok in flat.items() if ok}
     elif isinstance(pad, Mapping):
@@ -101,22 +129,7 @@ def _padder(
                 f"pad: the lengths column {name + LENGTH_SUFFIX!r} would replace the feature "
                 "of that name; select it away or rename one of them"
             )
-
-    def apply(cols: Batch, where: Callable[[int], tuple[str, int]] | None = None) -> Batch:
-        out: dict[str, Any] = {}
-        for name, col in cols.items():
-            if name in wanted and isinstance(col, Ragged):
-                length, value = wanted[name]
-                lens = col.lengths
-                if length is not None and not truncate and len(lens) and lens.max() > length:
-                    raise _too_long(name, length, lens, where)
-                out[name] = col.to_padded(length, value)
-                out[name + LENGTH_SUFFIX] = lens if length is None else np.minimum(lens, length)
-            else:
-                out[name] = col
-        return out
-
-    return apply, all(length is not None for length, _ in wanted.values())
+    return wanted
 
 
 def _too_long(name: str, length: int, lens: np.ndarray, where: Callable | None) -> SchemaError:
