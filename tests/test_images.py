@@ -275,6 +275,34 @@ def test_corrupt_image_is_a_typed_error(tf, tmp_path, how):
     assert f"at {path} record 4;" in message and "on_error='skip'" in message
 
 
+def _claiming(blob: bytes, h: int, w: int) -> bytes:
+    """The image with its header's size changed (JPEG SOF0, PNG IHDR), the rest kept."""
+    data = bytearray(blob)
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        data[16:20], data[20:24] = w.to_bytes(4, "big"), h.to_bytes(4, "big")
+    else:
+        at = data.find(b"\xff\xc0")
+        data[at + 5 : at + 7], data[at + 7 : at + 9] = h.to_bytes(2, "big"), w.to_bytes(2, "big")
+    return bytes(data)
+
+
+@pytest.mark.parametrize("fmt", ["jpeg", "png"])
+@pytest.mark.parametrize("size", [None, (8, 8)])
+def test_a_header_claiming_a_giant_image_allocates_nothing(tf, tmp_path, fmt, size):
+    encode = tf.io.encode_jpeg if fmt == "jpeg" else tf.io.encode_png
+    good = encode(pixels(16, 16, 3)).numpy()
+    h = w = 65_000 if fmt == "jpeg" else 2**31 - 1
+    path = _dataset_with(tmp_path, tf, {3: _claiming(good, h, w)}, n=6)
+    spec = {"image": tn.Image(size=size), "label": tn.FixedLen((), "int64")}
+    with pytest.raises(ImageDecodeError) as info:
+        tn.read(path, spec=spec)
+    assert info.value.record == 3
+    assert f"an image whose header claims {w}x{h} pixels, more than the" in str(info.value)
+    ds = tn.open(path, spec=spec, on_error="skip")
+    labels = np.concatenate([b["label"] for b in ds.batches(4)])
+    assert labels.tolist() == [0, 1, 2, 4, 5]
+
+
 def test_on_error_skip_drops_the_record(tf, tmp_path):
     good = tf.io.encode_jpeg(pixels(16, 16, 3)).numpy()
     path = _dataset_with(tmp_path, tf, {1: good[:100], 4: b"not an image"}, n=10)

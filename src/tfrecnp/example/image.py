@@ -58,6 +58,9 @@ IMAGE_DTYPES = ("uint8", "float32")
 CPUS = os.cpu_count() or 1
 PIECES_PER_THREAD = 4
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# The most pixels one image may claim: Pillow's own decompression-bomb limit (twice its
+# warning level). A header is a few bytes; without a limit it could ask for any allocation.
+MAX_IMAGE_PIXELS = 2 * 89_478_485
 JPEG_MAGIC = b"\xff\xd8\xff"
 PNG_GREY = (9798, 19235, 3735)  # 0.299, 0.587, 0.114 in 1/32768ths, as libpng uses them
 CORRUPT_HINT = (
@@ -235,15 +238,26 @@ def _header(data: memoryview) -> tuple[int, int, int] | None:
             return None
         if color == 3 and b"tRNS" in bytes(data[:4096]):
             c = 4  # a palette with transparency expands to RGBA
-        return h, w, c
+        return (*_plausible(h, w), c)
     sj = _sj()
     if head.startswith(JPEG_MAGIC) and sj:
         try:
             h, w, space, _ = sj.decode_jpeg_header(data)
         except ValueError:
             return None
-        return h, w, 1 if space == "Gray" else 3  # CMYK / YCCK become RGB
+        return (*_plausible(h, w), 1 if space == "Gray" else 3)  # CMYK / YCCK become RGB
     return None
+
+
+def _plausible(h: int, w: int) -> tuple[int, int]:
+    """(h, w) as a header claims them, refused beyond MAX_IMAGE_PIXELS (raises _Failure)."""
+    if h * w > MAX_IMAGE_PIXELS:
+        raise _Failure(
+            f"an image whose header claims {w}x{h} pixels, more than the "
+            f"{MAX_IMAGE_PIXELS:,} one may hold (Pillow's decompression-bomb limit): it is "
+            "damaged or hostile"
+        )
+    return h, w
 
 
 def _pil_open(data: memoryview, channels: int | None) -> Any:
@@ -327,6 +341,7 @@ def decode_image(data: memoryview, channels: int | None, out: np.ndarray | None 
             h, w, space, _ = sj.decode_jpeg_header(data)
         except ValueError as e:
             raise _Failure(_what(data, e)) from None
+        _plausible(h, w)
         if space not in ("CMYK", "YCCK"):
             c = channels if channels is not None else (1 if space == "Gray" else 3)
             target = out if out is not None and out.shape == (h, w, c) else None
@@ -335,6 +350,8 @@ def decode_image(data: memoryview, channels: int | None, out: np.ndarray | None 
             except ValueError as e:
                 raise _Failure(_what(data, e)) from None
     png = bytes(data[:8]) == PNG_MAGIC
+    if png:
+        _header(data)  # its claimed size, before Pillow allocates for it
     a, mode = _pil_array(_pil_open(data, channels))
     a = _to_channels(a, mode, channels, png)
     if out is not None and out.shape == a.shape:
@@ -365,7 +382,7 @@ def decode_images(
         h, w = spec.size
         c = spec.channels
         if c is None:
-            first = _header(blob(0)) if n else None
+            first = _headers(blob, 1, failures)[0] if n else None
             c = _channels_of(first, blob(0), failures, 0) if n else 3
         out = np.empty((n, h, w, c), dtype)
         resize = _resizer(spec)
@@ -377,7 +394,9 @@ def decode_images(
             resize(img, out[i])
 
     else:
-        heads = [_header(blob(i)) for i in range(n)]
+        heads = _headers(blob, n, failures)
+        if failures:
+            _raise(failures, spec, name, where)
         if any(hd is None for hd in heads):  # a format we cannot size up front: decode all
             images: list = [None] * n
             _run(lambda i: images.__setitem__(i, decode_image(blob(i), spec.channels)), n, failures)
@@ -445,6 +464,17 @@ def _finish_one(data: memoryview, spec: Image) -> np.ndarray:
     if spec.dtype == "float32":
         return img.astype(np.float32) * np.float32(spec.out_scale)
     return img
+
+
+def _headers(blob: Callable[[int], memoryview], n: int, failures: dict) -> list:
+    """Each image's header, (h, w, c) or None; implausible sizes go to failures."""
+    heads: list = [None] * n
+    for i in range(n):
+        try:
+            heads[i] = _header(blob(i))
+        except _Failure as e:
+            failures[i] = e
+    return heads
 
 
 def _channels_of(head, data, failures, i) -> int:
