@@ -199,6 +199,42 @@ def test_getitem_matches_read(plain):
     assert_batch(ds[mask], take(ref, [4, 8, 15]))
 
 
+def _same_value(a, b) -> bool:
+    if isinstance(b, (bytes, np.generic)):
+        return type(a) is type(b) and a == b
+    a, b = np.asarray(a), np.asarray(b)  # Ragged rows of bytes come as columns
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        SPEC,  # ds[i]'s short path for scalars, fixed shapes, VarLen, bytes, Raw ...
+        {  # ... its general finisher for the other shapes ...
+            "tokens": tn.VarLen("int64", inner_shape=(1,)),
+            "missing": tn.FixedLen((2,), "float32", default=[0.1, 0.2]),
+            "raw": tn.Raw("float32", shape=(-1, 3)),
+            "flat": tn.FixedLen((2,), "bytes", default=[b"a", b"bc"]),
+        },
+        {"raw": tn.Raw("float32", shape=(2, -1)), "label": tn.FixedLen((1, 1), "int64")},
+        {  # ... and the long way (a batch of one) for casts to other dtypes
+            "label": tn.FixedLen((), "int32"),
+            "vec": tn.FixedLen((3,), "float64"),
+            "missing": tn.FixedLen((), "float64", default=0.1),
+        },
+    ],
+)
+def test_every_record_by_index_equals_its_row_in_a_batch(plain, spec):
+    path, _ = plain
+    ds = tn.open(path, spec)
+    whole = ds[:]
+    for i in range(N_A):
+        row = ds[i]
+        assert list(row) == list(spec)
+        for name, value in row.items():
+            assert _same_value(value, whole[name][i]), (i, name, value, whole[name][i])
+
+
 def test_reads_without_preadv(plain, monkeypatch):
     import tfrecnp.data.files as files
 
@@ -541,6 +577,7 @@ def test_damaged_record_raises_or_is_skipped(damaged, plain):
     for read in (
         lambda ds: ds.to_numpy(),
         lambda ds: ds[8:12],
+        lambda ds: ds[10],
         lambda ds: list(ds.batches(7, shuffle=True, seed=0)),
         lambda ds: list(ds.batches(7, shuffle=50, seed=0)),
     ):
@@ -551,6 +588,9 @@ def test_damaged_record_raises_or_is_skipped(damaged, plain):
     labels = ds.to_numpy()["label"]
     assert labels.tolist() == [i for i in range(N_A) if i != 10]
     assert [(c.record, c.offset) for c in ds.corruptions] == [(10, offset)]
+    assert ds[11]["label"] == 11
+    with pytest.raises(IndexError, match=r"^record 10 was skipped \(on_error='skip'\)"):
+        ds[10]
     with pytest.warns(tn.CorruptRecordWarning, match=r"payload CRC mismatch .* record 10"):
         tn.open(path, SPEC, on_error="warn")[9:12]
     raw = tn.open(path, SPEC, verify_crc=False).to_numpy()["raw"]  # the damage gets through

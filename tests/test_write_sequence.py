@@ -108,3 +108,25 @@ def test_lists_of_lists_without_sequence_say_how(source, tmp_path):
         tn.write(tmp_path / "x.tfrecord", {"id": np.arange(3)}, sequence=["id"], progress=False)
     with pytest.raises(KeyError, match=r"sequence names feature 'nope'"):
         tn.write(tmp_path / "x.tfrecord", {"id": np.arange(3)}, sequence=["nope"], progress=False)
+
+
+def test_each_sequence_example_by_index_equals_its_row(source):
+    path, _ = source
+    ds = tn.open(path, SPEC)
+    whole = ds[:]
+    for i in range(N):
+        for name, value in ds[i].items():
+            expected = whole[name][i]
+            if isinstance(expected, (bytes, np.generic)):
+                assert type(value) is type(expected) and value == expected
+            else:
+                assert _rows(value) == _rows(expected), (i, name)
+
+
+def _rows(value) -> list:
+    """A (possibly nested) value as plain lists, to compare Ragged rows."""
+    if isinstance(value, tn.Ragged):
+        return [_rows(value[k]) for k in range(len(value))]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return list(value)

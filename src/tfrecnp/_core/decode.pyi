@@ -66,6 +66,9 @@ def fill(
     outs: list[tuple[Any, ...]],
     bases: NDArray[np.int64],
 ) -> int: ...
+def decode_one(
+    plan: Plan, data: Buffer, start: int, stop: int
+) -> list[tuple[bytearray | None, ...]] | None: ...
 def survey(
     data: Buffer, offsets: Int64s, lo: int, hi: int, out: NDArray[np.int64]
 ) -> tuple[int, int, int, Any]: ...

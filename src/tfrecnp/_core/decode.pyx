@@ -45,6 +45,8 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy, memset
 
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
+
 import sys
 
 import numpy as np
@@ -1340,6 +1342,99 @@ def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
     finally:
         free(o_all)
     return ST_OK if ok else ST_INCONSISTENT
+
+
+# --- one record -----------------------------------------------------------------------
+
+cdef object buffer_of(int64_t nbytes, uint8_t **ptr):
+    """A fresh bytearray of nbytes (the caller views it with numpy: writable, owned)."""
+    cdef object out = PyByteArray_FromStringAndSize(NULL, nbytes)
+    ptr[0] = <uint8_t *>PyByteArray_AS_STRING(out) if nbytes else NULL
+    return out
+
+
+def decode_one(Plan plan, const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t stop):
+    """Both passes over the one record data[start:stop], its outputs allocated here: a
+    list with per feature (values, offsets, splits, inner), each a bytearray or None,
+    laid out as `fill` writes them for a batch of one; or None if the record does not
+    decode cleanly (the caller decodes it again as a batch, for the error). `ds[i]`."""
+    cdef int nfeat = plan.c.nfeat, f, bad = -1
+    cdef Py_ssize_t size = data.shape[0]
+    cdef const FeatPlan *fp
+    cdef int64_t *row
+    cdef int64_t *tot
+    cdef int64_t itemsize, nvalues
+    cdef Ctx c
+    cdef Out *o
+    cdef uint8_t *ptr
+    cdef bint ok = True
+    if start < 0 or stop < start or stop > size or nfeat == 0:
+        return None
+    cdef const uint8_t *base = &data[0] if size else EMPTY
+    cdef int64_t *rows = <int64_t *>malloc(nfeat * (NFIELDS + 4) * sizeof(int64_t))
+    cdef Out *outs = <Out *>malloc(nfeat * sizeof(Out))
+    if rows == NULL or outs == NULL:
+        free(rows)
+        free(outs)
+        raise MemoryError()
+    cdef int64_t *totals = rows + nfeat * NFIELDS
+    memset(totals, 0, nfeat * 4 * sizeof(int64_t))
+    memset(c.guess, 0xFF, sizeof(c.guess))
+    c.a = c.b = 0
+    c.limit = base + size
+    c.base = base + start
+    c.code = 0
+    c.feature = -1
+    result = []
+    try:
+        with nogil:
+            ok = (scan_record(&plan.c, &c, c.base, base + stop, rows) != 0
+                  and check_record(&plan.c, rows, totals, &bad) == 0)
+        if not ok:
+            return None
+        for f in range(nfeat):
+            fp = &plan.c.feats[f]
+            row = rows + f * NFIELDS
+            tot = totals + 4 * f
+            o = &outs[f]
+            memset(o, 0, sizeof(Out))
+            itemsize = 4 if fp.kind == KIND_FLOAT else 8
+            offsets = splits = inner = None
+            if fp.op in (OP_DENSE_BYTES, OP_VAR_BYTES, OP_SEQ_BYTES, OP_SEQ_VAR_BYTES):
+                values = buffer_of(tot[1], &o.values)
+                o.vcap = tot[1]
+                offsets = buffer_of(8 * (tot[0] + 1), <uint8_t **>&o.offsets)
+                o.offsets[0] = 0
+                o.ocap = tot[0] + 1
+            elif fp.op in (OP_RAW, OP_RAW_ANY):
+                o.raw_bytes = fp.raw_bytes if fp.op == OP_RAW else row[R_NBYTES]
+                values = buffer_of(o.raw_bytes, &o.values)
+                o.vcap = o.raw_bytes
+            elif fp.op == OP_RAW_VAR:
+                values = buffer_of(tot[1], &o.values)
+                o.vcap = tot[1]
+            elif fp.op == OP_SEQ_RAW:
+                values = buffer_of(tot[2] * fp.raw_bytes, &o.values)
+                o.vcap = tot[2] * fp.raw_bytes
+            else:  # numbers: dense, var, seq, seq_var
+                nvalues = fp.count if fp.op == OP_DENSE else tot[0]
+                values = buffer_of(nvalues * itemsize, &o.values)
+                o.vcap = nvalues
+            if fp.section == 1 or fp.op in (OP_VAR, OP_VAR_BYTES, OP_RAW_VAR):
+                splits = buffer_of(16, <uint8_t **>&o.splits)
+                o.splits[0] = 0
+            if fp.op in (OP_SEQ_VAR, OP_SEQ_VAR_BYTES):
+                inner = buffer_of(8 * (tot[2] + 1), <uint8_t **>&o.inner)
+                o.inner[0] = 0
+                o.icap = tot[2] + 1
+            result.append((values, offsets, splits, inner))
+        with nogil:
+            c.code = 0
+            ok = fill_record(&plan.c, &c, c.base, rows, 0, outs)
+        return result if ok else None
+    finally:
+        free(rows)
+        free(outs)
 
 
 # --- survey (schema inference) -------------------------------------------------------

@@ -246,6 +246,21 @@ def scan_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t limit,
     return status, pos, n, (int(length) if have_length else -1)
 
 
+def frame_ok(const uint8_t[::1] buf, int64_t length, bint check_crc=True) -> bool:
+    """Whether buf holds exactly one whole frame with this payload length whose length
+    CRC (and, with check_crc, payload CRC) checks: `ds[i]`'s one-record read in one
+    call. A caller that gets False reads the record again the long way, for the error."""
+    cdef Py_ssize_t size = buf.shape[0]
+    cdef bint ok = False
+    if length < 0 or size != 16 + length:
+        return False
+    cdef const uint8_t *base = &buf[0]
+    with nogil:
+        if header_ok(base) and load64(base) == <uint64_t>length:
+            ok = not check_crc or masked(crc32c_of(base + 12, length)) == load32(base + 12 + length)
+    return ok
+
+
 def gather_payloads(const uint8_t[::1] buf, const int64_t[::1] starts,
                     const int64_t[::1] lengths, uint8_t[::1] out, int64_t[::1] offsets,
                     bint check_crc=True, int64_t base=0) -> int:

@@ -103,6 +103,15 @@ class Files:
             with builtins.open(self.paths[f], "rb", buffering=0) as fh:
                 yield fh
             return
+        fh = self.acquire(f)
+        try:
+            yield fh
+        finally:
+            self.release(f)
+
+    def acquire(self, f: int) -> Any:
+        """`opened` without the context manager (ds[i] reads a record in a few µs): the
+        kept handle of file f, marked busy until `release(f)`. Needs os.preadv."""
         with self._lock:
             handles, busy = self._handles, self._busy
             fh = handles.get(f)
@@ -113,11 +122,11 @@ class Files:
                     handles.pop(k).close()
             handles.move_to_end(f)
             busy[f] = busy.get(f, 0) + 1
-        try:
-            yield fh
-        finally:
-            with self._lock:
-                busy[f] -= 1
+        return fh
+
+    def release(self, f: int) -> None:
+        with self._lock_:
+            self._busy[f] -= 1
 
     def close(self) -> None:
         """Close the kept file handles (they reopen on the next read)."""
@@ -432,16 +441,24 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
     return Frames(buf, whole.starts[pick], whole.lengths[pick], whole.locs[pick])
 
 
-def read_record(files: Files, g: int) -> Frames:
-    """Record number g alone: one read, no sorting or run finding (`ds[i]`)."""
+def read_one(files: Files, g: int) -> np.ndarray | None:
+    """Record number g's frame, read with one positioned read and checked (length, both
+    CRCs) in one core call: `ds[i]`'s short path. None when the frame does not check or
+    the read comes up short; the caller then reads it the long way (`read_rows`), which
+    names the damage."""
     f = bisect.bisect_right(files.first_list, g) - 1
     offset, length = int(files.offsets[g]), int(files.lengths[g])
     buf = np.empty(length + 16, np.uint8)
-    read_runs(files, f, [memoryview(buf)], [offset])
-    loc = np.array([(f << LOC_BITS) | (g - files.first_list[f])], np.int64)
-    frames = Frames(buf, np.zeros(1, np.int64), np.array([length], np.int64), loc)
-    check_frames(files, frames)
-    return frames
+    if files.remote or _PREADV is None:
+        read_runs(files, f, [memoryview(buf)], [offset])
+    else:
+        fh = files.acquire(f)
+        try:
+            if _PREADV(fh.fileno(), [buf], offset) != len(buf):
+                return None
+        finally:
+            files.release(f)
+    return buf if framing.frame_ok(buf, length, files.verify_crc) else None
 
 
 def _cheap_joins(gap: np.ndarray, same: np.ndarray, asked: int) -> np.ndarray:

@@ -65,6 +65,7 @@ MALFORMED_HINT = (
 CPUS = os.cpu_count() or 1  # (os.cpu_count() reads /sys on every call)
 _KIND_WORD = {0: "nothing", **KIND_NAMES, 4: "mixed kinds"}
 _WIRE_DTYPE = {KIND_FLOAT: np.dtype(np.float32), KIND_INT64: np.dtype(np.int64)}
+_ONE_ROW = np.zeros((1, _core.ROW_FIELDS), np.int64)  # a batch of one, for _wrap
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
@@ -224,6 +225,10 @@ class Decoder:
             self.sequence = False
             parts = [(n, f, 0) for n, f in self.spec.items()]
         self._features = [_compile(n, f, s) for n, f, s in parts]
+        ones = [self._finisher(c) for c in self._features]
+        self._ones = (
+            None if None in ones else list(zip([c.name for c in self._features], ones, strict=True))
+        )
         self._local = threading.local()
         feats = self._features
         self._plan = _core.Plan(
@@ -322,6 +327,56 @@ class Decoder:
                 column = c.outer.finish(column, name=c.name, where=batch.where)
             columns[c.name] = column
         return columns
+
+    def decode_one(self, data: np.ndarray, start: int, stop: int) -> dict[str, Any] | None:
+        """The record data[start:stop] as {name: value}, as `decode` would give its row:
+        `ds[i]`'s short path (one core call that also allocates, then a finisher per
+        feature; no batch, no chunks, no threads). None when the record does not decode
+        cleanly or a feature has no finisher (images, narrowed dtypes, bytes lists): the
+        caller then decodes it as a batch, whose errors name file, record and feature."""
+        ones = self._ones
+        if ones is None:
+            return None
+        got = _core.decode_one(self._plan, data, start, stop)
+        if got is None:
+            return None
+        return {name: one(*arrays) for (name, one), arrays in zip(ones, got, strict=True)}
+
+    def _finisher(self, c: _Compiled) -> Callable[..., Any] | None:
+        """How `decode_one` turns one record's buffers (values, offsets, splits, inner) into
+        the value `decode(...)[name][0]` holds; None where a value needs a cast (a dtype
+        other than the wire's) or finishing (images)."""
+        spec, op = c.spec, c.op
+        numbers = op in ("dense", "var", "seq", "seq_var")
+        if c.outer is not None or (numbers and np.dtype(spec.dtype) != _WIRE_DTYPE[c.kind]):
+            return None
+        wire = _WIRE_DTYPE.get(c.kind)
+        if op == "dense" and spec.shape == ():  # the commonest, without the general wrap
+            return lambda v, *_: np.frombuffer(v, wire)[0]
+        if op == "dense":
+            return lambda v, *_: np.frombuffer(v, wire).reshape(spec.shape)
+        if op == "var" and spec.inner_shape == ():
+            return lambda v, *_: np.frombuffer(v, wire)
+        if op == "dense_bytes" and spec.shape == ():
+            return lambda v, *_: bytes(v)
+
+        def general(v: bytearray, *ends: bytearray | None) -> Any:
+            offs, splits, inner = (None if a is None else np.frombuffer(a, np.int64) for a in ends)
+            values = np.frombuffer(v, np.uint8 if offs is not None else wire or spec.dtype)
+            if op in ("raw", "raw_any"):
+                values = values.reshape(1, *(spec.shape if op == "raw" else (-1,)))
+                if op == "raw_any":  # the -1 resolved from this record's size
+                    known = math.prod(d for d in spec.shape if d != -1)
+                    shape = [values.size // known if d == -1 else d for d in spec.shape]
+                    values = values.reshape(1, *shape)
+            elif op in ("raw_var", "seq_raw"):
+                values = values.reshape(-1, *spec.row_shape)
+            arrays = [
+                None if a is None else np.frombuffer(a, np.int64) for a in (offs, splits, inner)
+            ]
+            return self._wrap(c, (values, *arrays), _ONE_ROW, None)[0]
+
+        return general
 
     def _allocate(self, c: _Compiled, f: int, n: int, sums: list, table, batch) -> tuple:
         """((values, offsets, splits, inner, raw_bytes) for the core, arrays to wrap)."""
