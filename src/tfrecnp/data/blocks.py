@@ -193,7 +193,13 @@ def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, place: np
     Dense and bytes columns are copied once, straight into place; the others are gathered
     per block, joined, and put in order."""
     n = len(ids)
-    order = np.argsort(ids, kind="stable")
+    low = int(ids.min()) if n else 0
+    keys = ids - low
+    if (
+        n and int(keys.max()) < 1 << 16
+    ):  # few blocks: numpy's stable sort of 16-bit keys is a radix sort
+        keys = keys.astype(np.uint16)
+    order = np.argsort(keys, kind="stable")
     cuts = np.flatnonzero(np.diff(ids[order])) + 1
     groups = [(int(ids[g[0]]), rows[g], place[g]) for g in np.split(order, cuts) if len(g)]
     first = held[groups[0][0]].cols if groups else {}
