@@ -45,6 +45,12 @@ def _check_batch(batch, cols):
     for k, r in enumerate(rows):
         np.testing.assert_array_equal(values[offsets[k] : offsets[k + 1]], cols["tokens"][r])
     assert batch["id"] == [cols["id"][r] for r in rows]
+    assert type(batch) is dict and sorted(batch) == ["id", "label", "tokens", "tokens_offsets", "x"]
+
+
+def _segments(batch) -> int:
+    """How many memory blocks the batch's tensors live in."""
+    return len({v.untyped_storage().data_ptr() for v in batch.values() if torch.is_tensor(v)})
 
 
 def test_dataloader_workers_read_every_record_once(source):
@@ -55,8 +61,11 @@ def test_dataloader_workers_read_every_record_once(source):
     seen = []
     for batch in loader:
         _check_batch(batch, cols)
+        assert _segments(batch) == 1  # from a worker, a batch travels as one tensor
         seen.extend(batch["label"].tolist())
     assert sorted(seen) == list(range(N))
+    in_process = DataLoader(tn.open(path), batch_size=32, collate_fn=tn.torch_collate())
+    assert _segments(next(iter(in_process))) > 1  # no worker: the batch's own arrays
 
 
 def test_collate_pads_on_request_and_subsets_keep_the_batched_fetch(source):
@@ -96,6 +105,7 @@ def test_to_torch_splits_records_across_workers(source, shuffle):
     seen = []
     for batch in loader:
         _check_batch(batch, cols)
+        assert _segments(batch) == 1
         seen.extend(batch["label"].tolist())
     assert sorted(seen) == list(range(N))
     assert len(loader) == len(list(loader))
