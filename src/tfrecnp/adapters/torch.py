@@ -9,10 +9,10 @@ workers reopen the files after the dataset is pickled to them.
 `rank * num_workers + worker_id` of `world_size * num_workers`, through the block path, so
 every record is read once by one worker; give the DataLoader `batch_size=None`.
 
-From a worker process a batch travels as one tensor in one shared-memory segment (plus its
-layout), not one segment per column: the DataLoader's hand-over costs about 0.3-0.6 ms per
-tensor, more than reading and decoding a batch of 32. The main process gets the same dict,
-its tensors views into that segment.
+From a worker process a batch travels as one buffer (plus its layout), inside the pickle
+when small, else in one shared-memory segment; the DataLoader's own hand-over puts every
+tensor in a segment of its own, about 0.3-0.6 ms each here, more than reading and decoding
+a batch of 32. The main process gets the same dict, its tensors views into that buffer.
 
 Tensors: dense columns become tensors sharing the batch's memory (`torch.from_numpy`;
 read-only arrays, such as memory-mapped files, are copied first); a Ragged column "tokens"
@@ -100,12 +100,15 @@ def _tensor(array: np.ndarray) -> Any:
 
 
 ALIGN = 64  # bytes: each column of a shipped batch starts at a multiple of this
+INLINE_BYTES = 1 << 20  # a shipped batch up to this size travels in the pickle itself
 
 
 class Shipped(dict):
-    """A batch leaving a DataLoader worker: pickles as one uint8 tensor holding every
-    tensor column (one shared-memory segment) plus the layout and the other columns, and
-    unpickles as a plain dict whose tensors are views into that one tensor."""
+    """A batch leaving a DataLoader worker: pickles as one uint8 buffer holding every
+    tensor column, plus the layout and the other columns, and unpickles as a plain dict
+    whose tensors are views into that buffer. Up to INLINE_BYTES the buffer travels in the
+    pickle through the worker's pipe (a few KiB cost microseconds); larger, in one
+    shared-memory segment (the DataLoader's way, about 0.3-0.6 ms per segment here)."""
 
     def __copy__(self) -> Shipped:  # the DataLoader's default_convert copies the batch
         return Shipped(self)
@@ -117,15 +120,20 @@ class Shipped(dict):
             nbytes = t.numel() * t.element_size()
             layout.append((name, end, nbytes, t.dtype, tuple(t.shape)))
             end += -(-nbytes // ALIGN) * ALIGN
-        buf = torch.empty(end, dtype=torch.uint8).share_memory_()
+        buf = torch.empty(end, dtype=torch.uint8)
+        if end > INLINE_BYTES:
+            buf.share_memory_()
         for (_, t), (_, start, nbytes, _, _) in zip(tensors, layout, strict=True):
             if nbytes:
                 buf[start : start + nbytes].view(t.dtype).copy_(t.reshape(-1))
         rest = {k: v for k, v in self.items() if not isinstance(v, torch.Tensor)}
-        return (_unship, (buf, layout, rest, list(self)))
+        shipped = buf if end > INLINE_BYTES else buf.numpy()
+        return (_unship, (shipped, layout, rest, list(self)))
 
 
 def _unship(buf: Any, layout: list, rest: dict, order: list) -> dict[str, Any]:
+    if isinstance(buf, np.ndarray):
+        buf = torch.from_numpy(buf)
     out = dict(rest)
     for name, start, nbytes, dtype, shape in layout:
         out[name] = buf[start : start + nbytes].view(dtype).view(shape)
