@@ -330,10 +330,9 @@ class Dataset:
         """Each record as {name: value}, in file order."""
         block = block_records(1, self._mean_record_bytes())
         for b in self._blocks(block):
-            names = list(b.cols)
             rows = [_row_values(col) for col in b.cols.values()]
-            for values in zip(*rows, strict=True):
-                yield dict(zip(names, values, strict=True))
+            # dict(zip(names, values)) per record, with the loop in C
+            yield from map(dict, map(zip, itertools.repeat(list(b.cols)), zip(*rows, strict=True)))
 
     # -- whole-dataset calls ---------------------------------------------------------------------
 
