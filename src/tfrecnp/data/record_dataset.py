@@ -39,6 +39,7 @@ __all__ = ["RecordDataset"]
 
 SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size ...
 SAMPLE_BYTES = 32 << 20  # ... or fewer, to stay within about this many payload bytes
+SHUFFLE_READ_BLOCKS = 16  # shuffle=True reads this many blocks' records at once, in file order
 CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
 
 
@@ -281,11 +282,16 @@ class RecordDataset(Dataset):
         self._files.require_seek("batches(shuffle=True)")
         start, stop = self._range()
         order = start + rng.permutation(stop - start)
-        picked = (
-            gather(self._files, [(read_rows(self._files, order[a : a + block]), None)])
-            for a in range(0, len(order), block)
-        )
-        yield from self._full(picked, block)
+        reads = block * SHUFFLE_READ_BLOCKS  # a denser pick reads fewer bytes per record
+
+        def picked() -> Iterator[RecordBatch]:
+            for a in range(0, len(order), reads):
+                frames = read_rows(self._files, order[a : a + reads])
+                for b in range(0, len(frames), block):
+                    sel = np.arange(b, min(b + block, len(frames)))
+                    yield gather(self._files, [(frames, sel)])
+
+        yield from self._full(picked(), block)
 
     def _file_records(self, f: int, a: int, b: int | None, chunk: int) -> Iterator[RecordBatch]:
         """Records a..b of file f (b=None: to its end, read as a stream without an index),
