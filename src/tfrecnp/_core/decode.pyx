@@ -1366,7 +1366,6 @@ def decode_one(Plan plan, const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t 
     cdef int64_t itemsize, nvalues
     cdef Ctx c
     cdef Out *o
-    cdef uint8_t *ptr
     cdef bint ok = True
     if start < 0 or stop < start or stop > size or nfeat == 0:
         return None

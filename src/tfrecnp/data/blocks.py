@@ -193,11 +193,8 @@ def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, place: np
     Dense and bytes columns are copied once, straight into place; the others are gathered
     per block, joined, and put in order."""
     n = len(ids)
-    low = int(ids.min()) if n else 0
-    keys = ids - low
-    if (
-        n and int(keys.max()) < 1 << 16
-    ):  # few blocks: numpy's stable sort of 16-bit keys is a radix sort
+    keys = ids - (int(ids.min()) if n else 0)
+    if n and int(keys.max()) < 1 << 16:  # numpy sorts 16-bit keys stably by radix sort
         keys = keys.astype(np.uint16)
     order = np.argsort(keys, kind="stable")
     cuts = np.flatnonzero(np.diff(ids[order])) + 1
