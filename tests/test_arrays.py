@@ -199,6 +199,26 @@ def test_folder_of_npy_files(tmp_path):
     assert np.array_equal(tn.read(paths, spec)["a"], np.arange(6))
 
 
+def test_contiguous_hdf5_datasets_are_memory_mapped(tmp_path):
+    path = tmp_path / "d.h5"
+    rng = np.random.default_rng(4)
+    x = rng.random((50, 3)).astype(">f4")  # big-endian, stored in one piece
+    with h5py.File(path, "w") as f:
+        f["x"] = x
+        f.create_dataset("c", data=np.arange(50), chunks=(8,), compression="gzip")
+        f["s"] = np.array([b"r%d" % i for i in range(50)], dtype=h5py.string_dtype())
+    with open_arrays(path) as source:
+        kinds = {name: type(col).__name__ for name, col in source.columns.items()}
+    assert kinds == {"c": "Dataset", "s": "Dataset", "x": "memmap"}
+    ds = tn.open(path)
+    for i in (0, 17, 49, -1):
+        row = ds[i]
+        assert row["x"].tolist() == x[i].tolist() and row["c"] == np.arange(50)[i]
+        assert row["s"] == b"r%d" % (i % 50)
+    got = np.concatenate([b["x"] for b in ds.batches(7, shuffle=True, seed=1)])
+    assert sorted(map(tuple, got.tolist())) == sorted(map(tuple, x.tolist()))
+
+
 def test_write_from_memmap_h5py_and_zarr_objects(tmp_path):
     mm = np.memmap(tmp_path / "m.dat", np.float32, mode="w+", shape=(100, 8))
     mm[:] = np.arange(800).reshape(100, 8)

@@ -9,7 +9,8 @@ rows at a time. Nothing is loaded whole:
 - ``.npz`` members stored uncompressed (``np.savez``) are memory-mapped at their offset in
   the zip; compressed ones (``np.savez_compressed``) are decompressed front to back;
 - HDF5 (h5py) and Zarr read only the rows asked for; one key, or every dataset / array
-  with at least one axis;
+  with at least one axis; a contiguous, unfiltered HDF5 dataset of plain numbers is
+  memory-mapped at its offset in the file (h5py costs about 25 µs a call, a map nothing);
 - a folder holding ``.npy`` files (and no Zarr metadata): one column per file.
 
 Reading a memory map touches its pages, and touched file pages count towards the
@@ -428,8 +429,28 @@ def _open_hdf5(path: str, keys: list[str] | None, closers: list) -> dict[str, An
             if obj.ndim == 0:
                 raise ValueError(f"{path} dataset {k!r} is a scalar: there are no rows")
             out[k.strip("/")] = obj
-        return out
-    return {name: f[name] for name in _hdf5_names(f, h5py) if f[name].ndim >= 1}
+        return {name: _mapped(path, dset) for name, dset in out.items()}
+    names = [name for name in _hdf5_names(f, h5py) if f[name].ndim >= 1]
+    return {name: _mapped(path, f[name]) for name in names}
+
+
+def _mapped(path: str, dset: Any) -> Any:
+    """The dataset as an np.memmap of its bytes when HDF5 stores it as plain numbers in
+    one piece of this file (contiguous: no chunks, so no filters; not external); else the
+    h5py dataset itself."""
+    dtype = dset.dtype
+    offset = dset.id.get_offset()  # None until written, and for chunked storage
+    if (
+        offset is None
+        or dset.chunks is not None
+        or dtype.kind not in "iuf"
+        or dtype.fields is not None
+        or dtype.subdtype is not None
+        or dset.id.get_create_plist().get_external_count()
+        or not os.path.isfile(path)
+    ):
+        return dset
+    return np.memmap(path, dtype=dtype, mode="r", offset=offset, shape=dset.shape)
 
 
 def _hdf5_names(f, h5py) -> list[str]:
