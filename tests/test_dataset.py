@@ -363,6 +363,29 @@ def test_shuffle_pool_holds_at_most_the_buffer_and_one_block():
     )  # a pure function of the seed
 
 
+def test_shuffle_pool_lets_out_whole_blocks_when_aligned(data):
+    from tfrecnp.data.blocks import Block, shuffle_blocks
+
+    incoming = [Block({"i": np.arange(a, a + 30)}, 30) for a in range(0, 300, 30)]
+    out = list(shuffle_blocks(iter(incoming), 100, np.random.default_rng(0), align=30))
+    # whole blocks of 30 leave once the pool holds 130 or more, so 100 to 129 stay
+    assert [b.n for b in out] == [30, 30, 30, 30, 30, 30, 120]
+    assert sorted(np.concatenate([b.cols["i"] for b in out]).tolist()) == list(range(300))
+    # so batches of the dataset never straddle two blocks: none is copied from two
+    import tfrecnp.data.blocks as blocks
+
+    joined = []
+    real = blocks.concat_blocks
+    try:
+        blocks.concat_blocks = lambda parts: joined.append(len(parts)) or real(parts)
+        paths, _ = data
+        order = labels_of(tn.open(paths, SPEC).batches(16, shuffle=70, seed=2))
+    finally:
+        blocks.concat_blocks = real
+    assert sorted(order.tolist()) == list(range(N))
+    assert all(n == 1 for n in joined)
+
+
 def test_shuffle_of_a_view(data):
     paths, _ = data
     ds = tn.open(paths, SPEC).shard(4, 1)

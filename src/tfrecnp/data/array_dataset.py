@@ -205,7 +205,7 @@ class ArrayDataset(Dataset):
                 place = rng.permutation(len(ids))  # sorted reads, then a random order
                 yield Block({n: _take(c, place) for n, c in picked.items()}, len(ids))
             return
-        chunk = self._chunk_rows()
+        chunk, batches = self._chunk_rows(), block  # `block` holds a whole number of batches
         if chunk > 1:
             block = max(chunk, round(block / chunk) * chunk)
         starts = list(range(start, stop, block))
@@ -213,7 +213,7 @@ class ArrayDataset(Dataset):
             starts = [starts[i] for i in rng.permutation(len(starts))]
         blocks = (self._span_block(a, min(stop, a + block)) for a in starts)
         if shuffle:
-            yield from shuffle_blocks(blocks, int(shuffle), rng)
+            yield from shuffle_blocks(blocks, int(shuffle), rng, batches)
         else:
             yield from blocks
 

@@ -112,12 +112,15 @@ def serve(
 
 
 def shuffle_blocks(
-    blocks: Iterable[Block], buffer: int, rng: np.random.Generator
+    blocks: Iterable[Block], buffer: int, rng: np.random.Generator, align: int = 1
 ) -> Iterator[Block]:
     """The rows of `blocks` in a random order drawn through a pool of `buffer` rows: each
-    block joins the pool, and as many rows as the block brought leave it, picked uniformly
-    from the whole pool, gathered per column from the blocks that hold them and put in a
-    random order. The rest of the pool leaves, shuffled, at the end.
+    block joins the pool, and once it holds more than `buffer` rows, a multiple of `align`
+    of them leave it (as many as the blocks brought, rounded down: the pool holds up to
+    buffer + align rows), picked uniformly from the whole pool, gathered per column from
+    the blocks that hold them and put in a random order. The rest of the pool leaves,
+    shuffled, at the end. With `align` the block size (a whole number of batches), no batch
+    straddles two blocks, so none is copied together from two.
 
     The pool is a list of blocks plus the (block, row) of every row still in it; a block is
     dropped once none of its rows remain. When the blocks held grow past twice what the
@@ -134,15 +137,16 @@ def shuffle_blocks(
         live_b = np.concatenate([live_b, np.full(block.n, next_id, np.int64)])
         live_r = np.concatenate([live_r, np.arange(block.n, dtype=np.int64)])
         next_id += 1
-        if len(live_b) <= buffer:
+        going = (len(live_b) - buffer) // align * align
+        if going <= 0:
             continue
         leave = rng.permutation(len(live_b))
-        out, keep = leave[: len(live_b) - buffer], leave[len(live_b) - buffer :]
+        out, keep = leave[:going], leave[going:]
         yield _gather(held, live_b[out], live_r[out], rng.permutation(len(out)))
         live_b, live_r = live_b[keep], live_r[keep]
         ids, counts = np.unique(live_b, return_counts=True)
         held = {int(i): held[int(i)] for i in ids}  # blocks emptied are dropped
-        if sum(b.n for b in held.values()) > 2 * buffer + block.n:  # compact the pool
+        if sum(b.n for b in held.values()) > 2 * (buffer + align) + block.n:  # compact the pool
             sizes = np.array([held[int(i)].n for i in ids])
             sparse = ids[counts * 2 < sizes]  # blocks less than half full
             if not len(sparse):
@@ -161,7 +165,7 @@ def shuffle_blocks(
 
 
 def shuffle_records(
-    batches: Iterable[RecordBatch], buffer: int, rng: np.random.Generator
+    batches: Iterable[RecordBatch], buffer: int, rng: np.random.Generator, align: int = 1
 ) -> Iterator[RecordBatch]:
     """Record payloads in a random order drawn through a pool of `buffer` records (see
     shuffle_blocks): records are shuffled before they are decoded, as tf.data shuffles
@@ -170,7 +174,7 @@ def shuffle_records(
         Block({"": BytesColumn._trusted(b.data, b.offsets)}, len(b), where=b.locator())
         for b in batches
     )
-    for block in shuffle_blocks(blocks, buffer, rng):
+    for block in shuffle_blocks(blocks, buffer, rng, align):
         payloads = block.cols[""]
         yield PlacedBatch(payloads.data, payloads.offsets, place=block.where)
 

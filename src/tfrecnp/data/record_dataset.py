@@ -198,7 +198,7 @@ class RecordDataset(Dataset):
         try:
             batches: Iterator[RecordBatch] = raw
             if shuffle is not True and shuffle:  # shuffle payloads, then decode
-                batches = shuffle_records(raw, int(shuffle), rng)
+                batches = shuffle_records(raw, int(shuffle), rng, block)
             for r in batches:
                 cols, r = self._decode_kept(r, threads)
                 yield Block(cols, len(r), int(r.offsets[-1]), r.locator())
