@@ -284,7 +284,7 @@ class Dataset:
         files; the records of 16 blocks, about 64 MiB, are read at a time in file order,
         then gathered into the permuted order), or N (records drawn at random through a
         buffer of N records, fed from up to 8 files in turn; any file; holds N records plus
-        a block in memory). Deterministic for a given seed. drop_remainder drops a final
+        up to two blocks in memory). Deterministic for a given seed. drop_remainder drops a final
         batch shorter than batch_size.
         pad: {"tokens": 128} makes the Ragged column "tokens" a dense [n, 128] array (rows
         cut or filled with 0) plus a column "tokens_length" holding each row's number of
