@@ -12,7 +12,7 @@ import numpy as np
 
 from .._core import encode, framing
 from .._util import fs
-from .._util.atomic import CloseOrAbort, build_name, require_folder
+from .._util.atomic import CloseOrAbort, build_name, deferred_interrupt, require_folder
 from .compression import CompressingWriter, normalize_compression
 from .index import index_path
 from .paths import INDEX_SUFFIX, PathLike
@@ -165,10 +165,11 @@ class RecordWriter(CloseOrAbort):
         self._stop_thread()
         target = fs.resolve(path) if path is not None else self.path
         try:
-            if self.tmp != target:
-                fs.replace(self.tmp, target)
-            if self.index_tmp is not None:
-                fs.replace(self.index_tmp, index_path(target))
+            with deferred_interrupt():  # the file and its index appear together
+                if self.tmp != target:
+                    fs.replace(self.tmp, target)
+                if self.index_tmp is not None:
+                    fs.replace(self.index_tmp, index_path(target))
         except BaseException:
             self.abort()
             raise
