@@ -603,6 +603,20 @@ def test_gather_on_arbitrary_spans_never_crashes(ref, payloads, spans, room, che
         assert ref.mask(ref.crc32c(buf[s + 12 : s + 12 + n])) != stored
 
 
+@pytest.mark.parametrize("check", [True, False])
+def test_empty_payloads_into_an_empty_output(ref, check):
+    # found by `make asan` (UBSan, from the test above): with no room the output pointer is
+    # NULL, and each empty payload was copied with memcpy(NULL, p, 0), undefined behaviour
+    from tfrecnp._core import framing
+
+    buf = ref.frame(b"") * 4
+    assert _gather(buf, [0, 16, 32, 48], [0, 0, 0, 0], 0, check)[0] == -1
+    data, out, offsets = np.frombuffer(buf, np.uint8), np.zeros(0, np.uint8), np.zeros(5, np.int64)
+    status, pos, n, *_, used = framing.gather_frames(data, 0, 4, out, 0, offsets, 0, check)
+    assert (pos, n, used) == (64, 4, 0)
+    assert offsets.tolist() == [0, 0, 0, 0, 0]
+
+
 KINDS = {
     "garbage": lambda b, ref: b,
     "frame": lambda b, ref: ref.frame(b),
