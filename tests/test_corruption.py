@@ -613,7 +613,7 @@ def test_empty_payloads_into_an_empty_output(ref, check):
     assert _gather(buf, [0, 16, 32, 48], [0, 0, 0, 0], 0, check)[0] == -1
     data, out, offsets = np.frombuffer(buf, np.uint8), np.zeros(0, np.uint8), np.zeros(5, np.int64)
     status, pos, n, *_, used = framing.gather_frames(data, 0, 4, out, 0, offsets, 0, check)
-    assert (pos, n, used) == (64, 4, 0)
+    assert (status, pos, n, used) == (framing.LIMIT, 64, 4, 0)
     assert offsets.tolist() == [0, 0, 0, 0, 0]
 
 
