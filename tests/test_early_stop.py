@@ -110,6 +110,23 @@ def test_array_sources_stopped_early(files, name, shuffle):
     _released(files, before)
 
 
+@pytest.mark.parametrize("name", ["data-00000-of-00004.tfrecord", "one.tfrecord.gz"])
+def test_record_readers_and_plain_iteration_stopped_early(files, name):
+    before = _ours()
+    reader = tn.RecordReader(files / name)
+    for _ in reader.batches(64):
+        assert _open_files(files)
+        break
+    _released(files, before)
+    for _ in reader:
+        break
+    _released(files, before)
+    it = iter(tn.open(files / name))  # records one at a time
+    next(it)
+    del it
+    _released(files, before)
+
+
 def test_a_dataset_dropped_mid_pass_releases_everything(files):
     before = _ours()
     ds = tn.open(str(files / "data-*.tfrecord"))
