@@ -1,9 +1,10 @@
 """Replays every input of the fuzz corpus (tests/fuzz_corpus/<target>/*, and the inputs
 `make fuzz` grew in build/fuzz/corpus/<target>/ when present, or in the folders given as
-arguments) once through its target's test_one_input, on the sanitized core of build/asan/ (run by .ci/asan, with the
-sanitizer runtimes preloaded). libFuzzer is not involved: each input runs exactly once, so
-a memory error or undefined behaviour the corpus reaches stops the run with its report.
-An input whose target raises is a finding too: the traceback names it."""
+arguments) once through its target's test_one_input, on the sanitized core of build/asan/
+(run by .ci/asan, with the sanitizer runtimes preloaded). libFuzzer is not involved: each
+input runs exactly once, so a memory error or undefined behaviour the corpus reaches stops
+the run with its report. An input whose target raises is a finding too: the traceback
+names it."""
 
 from __future__ import annotations
 
