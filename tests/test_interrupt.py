@@ -26,6 +26,7 @@ CHILD = textwrap.dedent(
     import sys
     import numpy as np
     import tfrecnp as tn
+    from tfrecnp.cli import main
 
     op, src, out = sys.argv[1:4]
     x = np.load(src + ".npy", mmap_mode="r")
@@ -39,6 +40,7 @@ CHILD = textwrap.dedent(
         "convert_h5": lambda: tn.convert(src, out, progress=False),
         "convert_zarr": lambda: tn.convert(src, out, progress=False),
         "convert_arrays": lambda: tn.convert(src + ".npy", out, progress=False),
+        "cli_convert": lambda: sys.exit(main(["convert", src, out])),
     }
     print("ready", flush=True)
     ops[op]()
@@ -55,6 +57,7 @@ OUTPUTS = {
     "convert_h5": "out.h5",
     "convert_zarr": "out.zarr",
     "convert_arrays": "out.tfrecord",
+    "cli_convert": "out.zarr",
 }
 
 
@@ -85,6 +88,12 @@ def _run(op: str, src: Path, folder: Path, delay: float | None) -> tuple[bool, f
     stdout, stderr = child.communicate(timeout=120)
     took = time.perf_counter() - start
     finished = stdout == "done\n"  # (the signal may still come after, while Python exits)
+    if op == "cli_convert":  # the command reports Ctrl-C as shells do: status 130
+        finished = child.returncode == 0
+        if not finished:
+            assert child.returncode in (130, -signal.SIGINT), stderr
+            assert child.returncode == -signal.SIGINT or "interrupted; nothing that" in stderr
+        return finished, took
     if delay is None:
         assert child.returncode == 0, stderr
     if not finished:  # interrupted: Python's KeyboardInterrupt, nothing else
