@@ -106,12 +106,14 @@ class RecordWriter(CloseOrAbort):
         else:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="tfrecnp-writer")
             self._free = [np.empty(0, np.uint8) for _ in range(self.BUFFERS)]
-        self._index_file = None
-        # Buffered: large writes go straight through, and partial writes are retried.
-        # (remote: uploaded in parts to the hidden name, moved into place by publish)
-        self._raw = fs.open_write(self.tmp)
+        self._index_file = self._raw = None
+        # open from here on: abort() (or __del__) removes whatever exists of the temporary
+        # files, even when Ctrl-C comes between creating one and noting it
         self.closed = False
         try:
+            # Buffered: large writes go straight through, and partial writes are retried.
+            # (remote: uploaded in parts to the hidden name, moved into place by publish)
+            self._raw = fs.open_write(self.tmp)
             self._sink = (
                 CompressingWriter(self._raw, self.compression) if self.compression else self._raw
             )
