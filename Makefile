@@ -7,7 +7,7 @@ PIP := $(PY) -m pip --disable-pip-version-check --quiet
 CORE := $(wildcard src/tfrecnp/_core/*.pyx src/tfrecnp/_core/*.pxd src/tfrecnp/_core/*.h) setup.py pyproject.toml
 LINTED := src tests benchmarks
 
-.PHONY: demo test lint format bench clean
+.PHONY: demo test asan lint format bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ demo: $(VENV)/.built
 
 test: $(VENV)/.test-deps $(VENV)/.built lint
 	$(PY) -m pytest
+
+# The core built with AddressSanitizer + UBSan into build/asan/ (the in-place build untouched),
+# running the tests that feed it hostile bytes; .ci/asan says how. `make asan TESTS=...` picks.
+asan: $(VENV)/.test-deps $(VENV)/.built
+	PY=$(PY) .ci/asan $(TESTS)
 
 lint: $(VENV)/.test-deps
 	$(PY) -m ruff check $(LINTED)

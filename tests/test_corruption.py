@@ -328,8 +328,9 @@ def test_lengths_past_the_end(tmp_path, ref, length, tail, reason):
 
 MEMORY_LIMITED = textwrap.dedent(
     """
-    import gzip, resource, sys
-    resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+    import gzip, os, resource, sys
+    if "libasan" not in os.environ.get("LD_PRELOAD", ""):  # else max_allocation_size_mb
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
     import tfrecnp as tn
     from tfrecnp.cli import main
     plain, packed = sys.argv[1], sys.argv[2]
@@ -361,6 +362,9 @@ def test_huge_lengths_in_bounded_memory(tmp_path, ref):
     plain.write_bytes(body)
     packed.write_bytes(gzip.compress(body))
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    # under `make asan` the shadow memory needs terabytes of address space: the same 1 GiB
+    # limit is then ASan's, on each allocation
+    env["ASAN_OPTIONS"] = env.get("ASAN_OPTIONS", "") + ":max_allocation_size_mb=1024"
     run = subprocess.run(
         [sys.executable, "-c", MEMORY_LIMITED, str(plain), str(packed)],
         capture_output=True,
@@ -597,6 +601,20 @@ def test_gather_on_arbitrary_spans_never_crashes(ref, payloads, spans, room, che
         s, n = starts[bad], lengths[bad]
         stored = int.from_bytes(buf[s + 12 + n : s + 16 + n], "little")
         assert ref.mask(ref.crc32c(buf[s + 12 : s + 12 + n])) != stored
+
+
+@pytest.mark.parametrize("check", [True, False])
+def test_empty_payloads_into_an_empty_output(ref, check):
+    # found by `make asan` (UBSan, from the test above): with no room the output pointer is
+    # NULL, and each empty payload was copied with memcpy(NULL, p, 0), undefined behaviour
+    from tfrecnp._core import framing
+
+    buf = ref.frame(b"") * 4
+    assert _gather(buf, [0, 16, 32, 48], [0, 0, 0, 0], 0, check)[0] == -1
+    data, out, offsets = np.frombuffer(buf, np.uint8), np.zeros(0, np.uint8), np.zeros(5, np.int64)
+    status, pos, n, *_, used = framing.gather_frames(data, 0, 4, out, 0, offsets, 0, check)
+    assert (status, pos, n, used) == (framing.LIMIT, 64, 4, 0)
+    assert offsets.tolist() == [0, 0, 0, 0, 0]
 
 
 KINDS = {

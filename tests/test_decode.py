@@ -652,3 +652,15 @@ def test_zero_width_fixed_len_reads_as_zero_width_rows():
     assert seq["f"].row_splits.tolist() == [0, 2, 2]
     assert same_bits(seq["f"].values, np.zeros((2, 0), np.float32))
     assert seq["b"].row_splits.tolist() == [0, 3, 3] and seq["b"].values.shape == (3, 0)
+
+
+def test_empty_defaults_for_missing_features(tmp_path):
+    # found by `make asan` replaying the fuzz corpus (UBSan): a default of no values copied
+    # into an output of no bytes was memcpy(NULL, default, 0), undefined behaviour
+    path = tmp_path / "r.tfrecord"
+    tn.write(path, {"b": np.arange(3)}, progress=False)
+    got = tn.read(path, {"a": tn.FixedLen((0,), "float32", default=[])})["a"]
+    assert got.shape == (3, 0) and got.dtype == np.float32
+    assert tn.read(path, {"a": tn.FixedLen((), "bytes", default=b"")})["a"].to_list() == [b""] * 3
+    got = tn.read(path, {"a": tn.FixedLen((2,), "bytes", default=[b"", b""])})["a"]
+    assert got.tolist() == [[b"", b""]] * 3

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+import zarr
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
@@ -35,9 +36,18 @@ def field(tag: int, body: bytes) -> bytes:
             return bytes([tag]) + size + body
 
 
-def example(name: bytes, feature: bytes) -> bytes:
-    """Example{features{feature{key: name, value: feature}}}."""
-    return field(0x0A, field(0x0A, field(0x0A, name) + field(0x12, feature)))
+def example(name: bytes, feature: bytes, extra: bytes = b"") -> bytes:
+    """Example{features{feature{key: name, <extra fields>, value: feature}}}."""
+    return field(0x0A, field(0x0A, field(0x0A, name) + extra + field(0x12, feature)))
+
+
+def nested(levels: int) -> bytes:
+    """Field 3 of the map entry, a message holding field 3, holding ... `levels` deep (a
+    decoder that descends into unknown fields recurses once per level)."""
+    body = b""
+    for _ in range(levels):
+        body = field(0x1A, body)
+    return body
 
 
 def main() -> None:
@@ -49,6 +59,14 @@ def main() -> None:
     overrun = bytes([0x0A, 0x90, 0x03]) + b"\x00" * 8  # packed floats: 400 bytes claimed, 8 there
     float_list = field(0x12, overrun)
     (HERE / "packed_overrun.tfrecord").write_bytes(frame_ref(example(b"a", float_list)))
+    # a Features map entry nesting 100 000 messages in an unknown field, before its value:
+    # skipped whole, as protobuf skips unknown fields, so it decodes (to [7]) without recursing
+    int64_7 = field(0x1A, field(0x0A, b"\x07"))
+    deep = example(b"a", int64_7, extra=nested(100_000))
+    (HERE / "map_entry_nested_100000.tfrecord").write_bytes(frame_ref(deep))
+    # the same depth in start-group tags (wire type 3), which Example's messages never hold
+    groups = example(b"a", int64_7, extra=b"\x1b" * 100_000)
+    (HERE / "map_entry_groups_100000.tfrecord").write_bytes(frame_ref(groups))
     # a GZIP stream inflating about 1 000x: a header claiming 2^40 bytes, then 64 MiB of zeros
     bomb = gzip.compress(header(2**40) + bytes(64 << 20), compresslevel=9, mtime=0)
     (HERE / "gzip_bomb.tfrecord.gz").write_bytes(bomb)
@@ -59,6 +77,9 @@ def main() -> None:
     with h5py.File(HERE / "mismatched_lengths.h5", "w") as f:
         f["a"] = np.arange(5)
         f["b"] = np.arange(7)
+    group = zarr.open_group(HERE / "mismatched_lengths.zarr", mode="w")
+    group.create_array("a", data=np.arange(5))
+    group.create_array("b", data=np.arange(7))
     saved = HERE / "manifest_dotdot"
     saved.mkdir(exist_ok=True)
     np.save(saved / "x.npy", np.arange(4))

@@ -74,7 +74,7 @@ static void tfrecnp_walk_sw(tfrecnp_walk *g, tfrecnp_crc_fn crc, int check) {
         uint32_t hc = g->end - g->pos >= 12 ? ~crc(0xFFFFFFFFu, h, 8) : 0;
         const uint8_t *p = tfrecnp_walk_take(g, hc, &q, &len);
         if (p == NULL) return;
-        memcpy(q, p, len);
+        if (len) memcpy(q, p, len);  /* an empty output's q is NULL: memcpy(NULL, p, 0) is UB */
         if (check) tfrecnp_walk_check(g, g->n - 1, ~crc(0xFFFFFFFFu, p, len), p + len);
     }
 }
@@ -166,7 +166,7 @@ static inline int tfrecnp_lane_start(tfrecnp_gather_job *g, const uint8_t **s, u
         size_t len = (size_t)g->lengths[i], r = len & 7;
         uint64_t head;
         if (len < 8) {
-            memcpy(q, p, len);
+            if (len) memcpy(q, p, len);  /* q is NULL for an empty output */
             tfrecnp_check(g, i, ~tfrecnp_crc_hw(0xFFFFFFFFu, p, len), p + len);
             continue;
         }
@@ -235,7 +235,7 @@ static inline int tfrecnp_walk_lane(tfrecnp_walk *g, const uint8_t **s, uint8_t 
         if (p == NULL) return 0;
         __builtin_prefetch(g->buf + g->pos);
         if (len < 8) {
-            memcpy(q, p, len);
+            if (len) memcpy(q, p, len);  /* q is NULL for an empty output */
             tfrecnp_walk_check(g, g->n - 1, ~tfrecnp_crc_hw(0xFFFFFFFFu, p, len), p + len);
             continue;
         }

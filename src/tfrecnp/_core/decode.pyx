@@ -1083,7 +1083,8 @@ cdef const uint8_t *emit(Ctx *c, int kind, const uint8_t *p, const uint8_t *end,
                 n = (s - p) >> 2
                 if o.vpos + n > stop or o.vpos + n > o.vcap:
                     return NULL
-                memcpy(fout + o.vpos, p, n * 4)
+                if n:
+                    memcpy(fout + o.vpos, p, n * 4)
                 o.vpos += n
                 p = s
             elif kind == KIND_INT64:
@@ -1133,14 +1134,16 @@ cdef bint emit_default(const PlanC *pl, const FeatPlan *fp, Out *o,
     if fp.op == OP_DENSE:
         if (o.vpos + fp.count) > o.vcap:
             return False
-        memcpy(o.values + o.vpos * itemsize, src, fp.count * itemsize)
+        if fp.count:
+            memcpy(o.values + o.vpos * itemsize, src, fp.count * itemsize)
         o.vpos += fp.count
         return True
     for k in range(fp.count):
         n = pl.dflt_lens[fp.dflt_lens + k]
         if o.vpos + 1 >= o.ocap or o.bpos + n > o.vcap:
             return False
-        memcpy(o.values + o.bpos, src, n)
+        if n:
+            memcpy(o.values + o.bpos, src, n)
         src += n
         o.bpos += n
         o.vpos += 1
@@ -1200,7 +1203,8 @@ cdef bint put(Ctx *c, int kind, const uint8_t *rec, const int64_t *row, Out *o,
         n = (q - p) >> 2
         if n > limit or o.vpos + n > o.vcap:
             return False
-        memcpy((<float *>o.values) + o.vpos, p, n * 4)
+        if n:
+            memcpy((<float *>o.values) + o.vpos, p, n * 4)
         o.vpos += n
     elif kind == KIND_INT64:
         n = decode_varints(p, q, (<int64_t *>o.values) + o.vpos, min(limit, o.vcap - o.vpos))

@@ -374,7 +374,8 @@ cdef class Batch:
                 p = put_varint(p + 1, <uint64_t>ent)
                 p[0] = 0x0A
                 p = put_varint(p + 1, <uint64_t>f.key_len)
-                memcpy(p, f.key, f.key_len)
+                if f.key_len:
+                    memcpy(p, f.key, f.key_len)
                 p += f.key_len
                 p[0] = 0x12
                 p = put_varint(p + 1, <uint64_t>fl)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import errno
 import os
+import signal
+import threading
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +31,29 @@ def build_name(path: PathLike) -> str:
     if fs.is_url(path) and fs.basename(path).startswith("."):
         return fs.resolve(path)
     return hidden_sibling(path)
+
+
+@contextmanager
+def deferred_interrupt() -> Iterator[None]:
+    """Ctrl-C (SIGINT) waits until the block ends, then acts as it would have. For the few
+    renames that publish an output of several names (shards, a file and its index, an old
+    output swapped out): interrupted between two of them, a run would leave part of a set
+    under final names. Only the main thread receives SIGINT; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    handler = signal.getsignal(signal.SIGINT)
+    if not callable(handler):  # ignored, the OS default, or set outside Python
+        yield
+        return
+    caught: list = []
+    signal.signal(signal.SIGINT, lambda signum, frame: caught.append(frame))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, handler)
+        if caught:
+            handler(signal.SIGINT, caught[0])  # KeyboardInterrupt, under the default handler
 
 
 @contextmanager

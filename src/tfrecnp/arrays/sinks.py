@@ -39,12 +39,13 @@ import shutil
 import tempfile
 import zipfile
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from .._util import fs
-from .._util.atomic import CloseOrAbort, hidden_sibling
+from .._util.atomic import CloseOrAbort, deferred_interrupt, hidden_sibling
 from .._util.optional import install_hint
 from ..errors import SchemaError
 from ..example.columns import BytesColumn, Column, Ragged
@@ -256,15 +257,18 @@ class _H5Leaf(_ChunkedLeaf):
 
 
 class _ZarrLeaf(_ChunkedLeaf):
-    def __init__(self, group, name: str, dtype: np.dtype, inner: tuple[int, ...]):
+    def __init__(self, sink: ArraySink, name: str, dtype: np.dtype, inner: tuple[int, ...]):
         super().__init__(name, dtype, inner)
-        self.group = group
+        self.sink = sink
         self.array = None
 
     def _store(self, block: np.ndarray) -> None:
+        self.sink._zarr_call(self._store_now, block)
+
+    def _store_now(self, block: np.ndarray) -> None:
         if self.array is None:
             rows = min(self.chunk_rows, max(1, len(block)))
-            self.array = self.group.create_array(
+            self.array = self.sink._zarr.create_array(
                 self.name, shape=(0, *self.inner), chunks=(rows, *self.chunks[1:]), dtype=self.dtype
             )
         if len(block):
@@ -448,10 +452,11 @@ class ArraySink(CloseOrAbort):
         self.records = 0
         self.closed = False
         self.tmp = hidden_sibling(self.path, "tmp")
-        self._h5 = self._zarr = None
+        self._h5 = self._zarr = self._zarr_io = None
         try:
             self._open_target()
         except BaseException:
+            self._stop_zarr_io()
             _remove(self.tmp)
             raise
 
@@ -471,7 +476,20 @@ class ArraySink(CloseOrAbort):
                 import zarr
             except ImportError:
                 raise install_hint("zarr", "zarr") from None
-            self._zarr = zarr.open_group(self.tmp, mode="w", zarr_format=3)
+            self._zarr_io = ThreadPoolExecutor(1, thread_name_prefix="tfrecnp-zarr")
+            self._zarr = self._zarr_call(zarr.open_group, self.tmp, mode="w", zarr_format=3)
+
+    def _zarr_call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Runs a zarr call in the sink's own thread and waits for it. zarr's writes run on
+        its event loop; were the caller's wait for one interrupted (Ctrl-C), the write would
+        go on after abort() removed the folder and bring part of it back. abort() waits
+        for this thread instead, then removes."""
+        return self._zarr_io.submit(fn, *args, **kwargs).result()
+
+    def _stop_zarr_io(self) -> None:
+        if self._zarr_io is not None:
+            self._zarr_io.shutdown(wait=True, cancel_futures=True)
+            self._zarr_io = None
 
     def _leaf(self, name: str, dtype: np.dtype, inner: tuple[int, ...]) -> _Leaf:
         if self.format in ("npy", "npz"):
@@ -479,7 +497,7 @@ class ArraySink(CloseOrAbort):
         elif self.format == "hdf5":
             leaf = _H5Leaf(self._h5, name, dtype, inner)
         else:
-            leaf = _ZarrLeaf(self._zarr, name, dtype, inner)
+            leaf = _ZarrLeaf(self, name, dtype, inner)
         self._leaves.append(leaf)
         return leaf
 
@@ -538,7 +556,8 @@ class ArraySink(CloseOrAbort):
                 self._h5.attrs["tfrecnp"] = text
                 self._h5.close()
             else:
-                self._zarr.attrs["tfrecnp"] = manifest
+                self._zarr_call(self._zarr.attrs.__setitem__, "tfrecnp", manifest)
+                self._stop_zarr_io()
             self._publish()
             if self.remote is not None:
                 fs.publish_upload(self.path, self.remote, last=MANIFEST)
@@ -558,12 +577,18 @@ class ArraySink(CloseOrAbort):
 
     def _publish(self) -> None:
         old = None
-        if os.path.lexists(self.path):
-            if not self.overwrite:
-                raise FileExistsError(f"{self.path} appeared while it was being written")
-            old = hidden_sibling(self.path, "old")
-            os.rename(self.path, old)
-        os.rename(self.tmp, self.path)
+        with deferred_interrupt():  # Ctrl-C never leaves the old output moved aside
+            if os.path.lexists(self.path):
+                if not self.overwrite:
+                    raise FileExistsError(f"{self.path} appeared while it was being written")
+                old = hidden_sibling(self.path, "old")
+                os.rename(self.path, old)
+            try:
+                os.rename(self.tmp, self.path)
+            except BaseException:
+                if old is not None:  # the old output goes back where it was
+                    os.rename(old, self.path)
+                raise
         if old is not None:
             _remove(old)
 
@@ -578,6 +603,7 @@ class ArraySink(CloseOrAbort):
         if self._h5 is not None:
             with contextlib.suppress(Exception):
                 self._h5.close()
+        self._stop_zarr_io()  # a zarr write in flight ends before its folder is removed
         _remove(self.tmp)
         if self.format == "npz":
             _remove(self.tmp + ".d")

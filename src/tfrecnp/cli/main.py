@@ -818,6 +818,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:  # Ctrl-C: outputs were built under hidden names and removed
+        print(
+            f"tfrecnp {args.command}: interrupted; nothing that looks complete was left",
+            file=sys.stderr,
+        )
+        return 130  # 128 + SIGINT, as shells report it
 
 
 if __name__ == "__main__":

@@ -46,12 +46,13 @@ import numpy as np
 
 from .._core import encode, framing
 from .._util import fs
-from .._util.atomic import CloseOrAbort, naming_full_disk, require_folder
+from .._util.atomic import CloseOrAbort, deferred_interrupt, naming_full_disk, require_folder
 from .._util.memory import page_releaser
 from .._util.progress import Progress
 from .._util.text import format_count
 from ..errors import SchemaError, TFRecordError
 from ..format.compression import normalize_compression
+from ..format.index import index_path
 from ..format.reader import RecordReader
 from ..format.writer import RecordWriter, check_index_option
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged, check_lengths
@@ -830,8 +831,21 @@ class Writer(CloseOrAbort):
         return [shard_name(self.path, k, len(self._shards)) for k in range(len(self._shards))]
 
     def _publish(self) -> None:
+        """Every shard under its final name, or none: a failed rename takes back the
+        shards already moved, and Ctrl-C waits until all are in place."""
         names = self._final_names()
-        self.paths = [s.publish(n) for s, n in zip(self._shards, names, strict=True)]
+        done: list[str] = []
+        with deferred_interrupt():
+            try:
+                for shard, name in zip(self._shards, names, strict=True):
+                    done.append(shard.publish(name))
+            except BaseException:
+                for path in done:
+                    fs.remove(path)
+                    if self.index:
+                        fs.remove(index_path(path))
+                raise
+        self.paths = done
 
     def _verify(self) -> None:
         """Re-read every shard: record count and payload checksum must match what was

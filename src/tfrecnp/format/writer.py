@@ -12,7 +12,7 @@ import numpy as np
 
 from .._core import encode, framing
 from .._util import fs
-from .._util.atomic import CloseOrAbort, build_name, require_folder
+from .._util.atomic import CloseOrAbort, build_name, deferred_interrupt, require_folder
 from .compression import CompressingWriter, normalize_compression
 from .index import index_path
 from .paths import INDEX_SUFFIX, PathLike
@@ -106,12 +106,14 @@ class RecordWriter(CloseOrAbort):
         else:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="tfrecnp-writer")
             self._free = [np.empty(0, np.uint8) for _ in range(self.BUFFERS)]
-        self._index_file = None
-        # Buffered: large writes go straight through, and partial writes are retried.
-        # (remote: uploaded in parts to the hidden name, moved into place by publish)
-        self._raw = fs.open_write(self.tmp)
+        self._index_file = self._raw = None
+        # open from here on: abort() (or __del__) removes whatever exists of the temporary
+        # files, even when Ctrl-C comes between creating one and noting it
         self.closed = False
         try:
+            # Buffered: large writes go straight through, and partial writes are retried.
+            # (remote: uploaded in parts to the hidden name, moved into place by publish)
+            self._raw = fs.open_write(self.tmp)
             self._sink = (
                 CompressingWriter(self._raw, self.compression) if self.compression else self._raw
             )
@@ -165,10 +167,11 @@ class RecordWriter(CloseOrAbort):
         self._stop_thread()
         target = fs.resolve(path) if path is not None else self.path
         try:
-            if self.tmp != target:
-                fs.replace(self.tmp, target)
-            if self.index_tmp is not None:
-                fs.replace(self.index_tmp, index_path(target))
+            with deferred_interrupt():  # the file and its index appear together
+                if self.tmp != target:
+                    fs.replace(self.tmp, target)
+                if self.index_tmp is not None:
+                    fs.replace(self.index_tmp, index_path(target))
         except BaseException:
             self.abort()
             raise
