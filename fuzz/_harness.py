@@ -1,0 +1,117 @@
+"""What every fuzz target shares: atheris set up over this checkout's tfrecnp, the errors
+that count as a proper answer, scratch files in memory, and the limits that turn a hang or
+an allocation blow-up into a finding.
+
+A target imports tfrecnp inside `instrumented()`, so atheris sees the branches of its Python
+layer. The compiled core is plain C to atheris; `make fuzz-core` builds a copy instrumented
+for libFuzzer (clang -fsanitize=fuzzer-no-link) under build/fuzz/, and with
+TFRECNP_FUZZ_NATIVE=build/fuzz the targets load that copy (its edges then count as
+coverage too) and the libFuzzer runtime it needs, built from clang's own archive.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import gc
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))  # fuzz this checkout, whatever the venv points at
+
+NATIVE = os.environ.get("TFRECNP_FUZZ_NATIVE")
+if NATIVE:
+    # libFuzzer's symbols must be global before atheris picks its core and before the
+    # instrumented extension modules are loaded (they call __sanitizer_cov_* when loaded)
+    ctypes.CDLL(str(Path(NATIVE) / "libfuzzer.so"), mode=os.RTLD_GLOBAL)
+
+import atheris  # noqa: E402
+
+# How much address space a target may take beyond what it holds once set up: a larger
+# allocation fails with a plain MemoryError, which is a finding (MemoryBudgetError, the
+# typed refusal, is not). Images may legitimately claim Pillow's limit of 179 M pixels.
+EXTRA_ADDRESS_SPACE = 3 << 30
+DEFAULT_FLAGS = ["-timeout=20", "-rss_limit_mb=3072"]
+
+
+@contextlib.contextmanager
+def instrumented() -> Iterator[None]:
+    """Import tfrecnp modules inside this block so atheris traces their Python code."""
+    with atheris.instrument_imports(include=["tfrecnp"]):
+        import tfrecnp._core
+
+        if NATIVE:
+            tfrecnp._core.__path__.insert(0, str(Path(NATIVE) / "core"))
+        yield
+    if NATIVE:
+        from tfrecnp._core import framing
+
+        assert str(Path(NATIVE)) in framing.__file__, framing.__file__
+
+
+def typed_errors() -> tuple[type[BaseException], ...]:
+    """What tfrecnp may raise about bad data: its own typed errors."""
+    from tfrecnp.errors import TFRecordError
+
+    return (TFRecordError,)
+
+
+class Scratch:
+    """A folder in memory (/dev/shm when there is one) for the files a target writes."""
+
+    def __init__(self) -> None:
+        base = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        self.path = Path(tempfile.mkdtemp(prefix="tfrecnp-fuzz-", dir=base))
+
+    def file(self, name: str, data: bytes) -> str:
+        p = self.path / name
+        p.write_bytes(data)
+        return str(p)
+
+    def fresh(self, name: str) -> Path:
+        """An empty folder `name` inside the scratch folder."""
+        p = self.path / name
+        shutil.rmtree(p, ignore_errors=True)
+        p.mkdir()
+        return p
+
+    def close(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _limit_memory() -> None:
+    with open("/proc/self/status") as f:
+        size = next(int(line.split()[1]) << 10 for line in f if line.startswith("VmSize:"))
+    limit = size + EXTRA_ADDRESS_SPACE
+    resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
+
+
+def main(test_one_input: Callable[[bytes], None]) -> None:
+    """Run libFuzzer over test_one_input with this project's default limits (any flag
+    given on the command line wins)."""
+    warnings.simplefilter("ignore")  # CorruptRecordWarning and the like are answers too
+    given = {a.split("=")[0] for a in sys.argv[1:] if a.startswith("-")}
+    argv = [sys.argv[0], *(f for f in DEFAULT_FLAGS if f.split("=")[0] not in given)]
+    argv += sys.argv[1:]
+    _limit_memory()
+    runs = 0
+
+    def one(data: bytes) -> None:
+        # A typed error keeps its traceback's frames (and their buffers) in a reference
+        # cycle; collecting every few hundred inputs keeps RSS flat, so -rss_limit_mb
+        # catches real leaks rather than garbage waiting for the collector.
+        nonlocal runs
+        runs += 1
+        if runs % 256 == 0:
+            gc.collect()
+        test_one_input(data)
+
+    atheris.Setup(argv, one)
+    atheris.Fuzz()
