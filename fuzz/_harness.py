@@ -14,6 +14,8 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import importlib
+import pkgutil
 import os
 import resource
 import shutil
@@ -38,17 +40,23 @@ import atheris  # noqa: E402
 # allocation fails with a plain MemoryError, which is a finding (MemoryBudgetError, the
 # typed refusal, is not). Images may legitimately claim Pillow's limit of 179 M pixels.
 EXTRA_ADDRESS_SPACE = 3 << 30
+SKIPPED = ("tfrecnp.cli", "tfrecnp.__main__")  # the command line is no target
 DEFAULT_FLAGS = ["-timeout=20", "-rss_limit_mb=3072"]
 
 
 @contextlib.contextmanager
 def instrumented() -> Iterator[None]:
-    """Import tfrecnp modules inside this block so atheris traces their Python code."""
+    """Import tfrecnp modules inside this block so atheris traces their Python code. Every
+    module of the package is imported here: the public names load their modules lazily,
+    and a module first imported after the block would run uninstrumented."""
     with atheris.instrument_imports(include=["tfrecnp"]):
         import tfrecnp._core
 
         if NATIVE:
             tfrecnp._core.__path__.insert(0, str(Path(NATIVE) / "core"))
+        for module in pkgutil.walk_packages(tfrecnp.__path__, "tfrecnp."):
+            if not module.name.startswith(SKIPPED):
+                importlib.import_module(module.name)
         yield
     if NATIVE:
         from tfrecnp._core import framing
@@ -115,3 +123,32 @@ def main(test_one_input: Callable[[bytes], None]) -> None:
 
     atheris.Setup(argv, one)
     atheris.Fuzz()
+
+
+def same(a, b) -> bool:
+    """Columns equal in kind, shape, dtype and bytes (NaN equals NaN bit for bit)."""
+    import numpy as np
+    from tfrecnp.example.columns import BytesColumn, Ragged
+
+    if isinstance(a, Ragged) or isinstance(b, Ragged):
+        return (
+            isinstance(a, Ragged)
+            and isinstance(b, Ragged)
+            and np.array_equal(a.row_splits - a.row_splits[0], b.row_splits - b.row_splits[0])
+            and same(a.values, b.values)
+        )
+    if isinstance(a, BytesColumn) or isinstance(b, BytesColumn):
+        return isinstance(b, BytesColumn) and isinstance(a, BytesColumn) and (
+            a.to_list() == b.to_list()
+        )
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.dtype == object:
+        return all(same(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1), strict=True))
+    return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+def row_slice(column, a: int, b: int):
+    """Rows a..b of any column kind."""
+    return column.rows(a, b) if hasattr(column, "rows") else column[a:b]
