@@ -15,8 +15,9 @@ import contextlib
 import ctypes
 import gc
 import importlib
-import pkgutil
+import io
 import os
+import pkgutil
 import resource
 import shutil
 import sys
@@ -40,7 +41,14 @@ import atheris  # noqa: E402
 # allocation fails with a plain MemoryError, which is a finding (MemoryBudgetError, the
 # typed refusal, is not). Images may legitimately claim Pillow's limit of 179 M pixels.
 EXTRA_ADDRESS_SPACE = 3 << 30
-SKIPPED = ("tfrecnp.cli", "tfrecnp.__main__")  # the command line is no target
+SKIPPED = (
+    "tfrecnp.cli",
+    "tfrecnp.__main__",
+    "tfrecnp.ray",
+    "tfrecnp.adapters.ray",
+    "tfrecnp.adapters.torch",
+)
+# (the command line and the framework adapters are no target; they import their frameworks)
 DEFAULT_FLAGS = ["-timeout=20", "-rss_limit_mb=3072"]
 
 
@@ -49,7 +57,7 @@ def instrumented() -> Iterator[None]:
     """Import tfrecnp modules inside this block so atheris traces their Python code. Every
     module of the package is imported here: the public names load their modules lazily,
     and a module first imported after the block would run uninstrumented."""
-    with atheris.instrument_imports(include=["tfrecnp"]):
+    with contextlib.redirect_stderr(io.StringIO()), atheris.instrument_imports(include=["tfrecnp"]):
         import tfrecnp._core
 
         if NATIVE:
@@ -128,6 +136,7 @@ def main(test_one_input: Callable[[bytes], None]) -> None:
 def same(a, b) -> bool:
     """Columns equal in kind, shape, dtype and bytes (NaN equals NaN bit for bit)."""
     import numpy as np
+
     from tfrecnp.example.columns import BytesColumn, Ragged
 
     if isinstance(a, Ragged) or isinstance(b, Ragged):
@@ -138,8 +147,10 @@ def same(a, b) -> bool:
             and same(a.values, b.values)
         )
     if isinstance(a, BytesColumn) or isinstance(b, BytesColumn):
-        return isinstance(b, BytesColumn) and isinstance(a, BytesColumn) and (
-            a.to_list() == b.to_list()
+        return (
+            isinstance(b, BytesColumn)
+            and isinstance(a, BytesColumn)
+            and (a.to_list() == b.to_list())
         )
     a, b = np.asarray(a), np.asarray(b)
     if a.shape != b.shape or a.dtype != b.dtype:

@@ -13,6 +13,7 @@ reader returns more payload bytes than the stream holds.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import zlib
 
@@ -83,10 +84,8 @@ def test_one_input(data: bytes) -> None:
         assert index.lengths.tolist() == [len(r) for r in strict]
         assert count_records(path, compression=compression) == len(strict)
     else:
-        try:  # the header-only scan meets the same file: records or a typed error
+        with contextlib.suppress(TYPED):  # the header-only scan: records or a typed error
             next(RecordReader(path, **options).indexes())
-        except TYPED:
-            pass
 
 
 if __name__ == "__main__":

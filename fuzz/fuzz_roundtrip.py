@@ -101,7 +101,7 @@ def column(kind: int, shape_byte: int, n: int, pool: Pool):
         lengths = [len(r) for r in rows]
         if not any(lengths):  # nothing says these are bytes: lists of nothing are floats
             return rows, np.empty((n, 0) if n else 0, np.float32 if not n else np.float64), None
-        expected = Ragged.from_lengths(BytesColumn.from_list(sum(rows, [])), lengths)
+        expected = Ragged.from_lengths(BytesColumn.from_list([b for r in rows for b in r]), lengths)
         return rows, expected, None
     text = np.array([blob.decode("latin-1") for blob in pool.blobs(n)], dtype="U8")
     # (NumPy drops a str's trailing NULs; the array holds what is written)
