@@ -49,6 +49,7 @@ SKIPPED = (
     "tfrecnp.adapters.torch",
 )
 # (the command line and the framework adapters are no target; they import their frameworks)
+FD_SLACK = 32  # descriptors a target may open beyond those open at its 256th input
 DEFAULT_FLAGS = ["-timeout=20", "-rss_limit_mb=3072"]
 
 
@@ -117,16 +118,21 @@ def main(test_one_input: Callable[[bytes], None]) -> None:
     argv = [sys.argv[0], *(f for f in DEFAULT_FLAGS if f.split("=")[0] not in given)]
     argv += sys.argv[1:]
     _limit_memory()
-    runs = 0
+    runs, fds = 0, -1
 
     def one(data: bytes) -> None:
         # A typed error keeps its traceback's frames (and their buffers) in a reference
         # cycle; collecting every few hundred inputs keeps RSS flat, so -rss_limit_mb
         # catches real leaks rather than garbage waiting for the collector.
-        nonlocal runs
+        nonlocal runs, fds
         runs += 1
         if runs % 256 == 0:
             gc.collect()
+            open_now = len(os.listdir("/proc/self/fd"))
+            if fds < 0:
+                fds = open_now
+            elif open_now > fds + FD_SLACK:
+                raise AssertionError(f"file descriptors leak: {fds} open, then {open_now}")
         test_one_input(data)
 
     atheris.Setup(argv, one)
