@@ -403,6 +403,31 @@ def test_load_refuses_a_manifest_that_is_not_json(tmp_path):
         tn.load(path)
 
 
+def test_load_refuses_a_manifest_that_is_not_utf8(tmp_path):
+    # found by fuzz/fuzz_sidecar.py: the manifest was read as UTF-8 text before json saw it
+    path = write_batches(tmp_path / "out", "npy", [{"x": np.arange(3)}])
+    (tmp_path / "out" / "tfrecnp.json").write_bytes(b'{"fo\x8c\xf5')
+    with pytest.raises(tn.TFRecordError, match=r"\(its manifest is not JSON: "):
+        tn.load(path)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b"\xff" + b[1:],  # the magic: NumPy took it for a pickle
+        lambda b: b.replace(b"'shape'", b"'sha, 'shape'", 1),  # NumPy's tokenizer failed
+        lambda b: b[:20],  # a header cut short
+    ],
+)
+def test_load_refuses_a_damaged_npy_header(tmp_path, damage):
+    # found by fuzz/fuzz_sidecar.py: NumPy's header parser raised ValueError, TokenError
+    path = write_batches(tmp_path / "out", "npy", [{"x": np.arange(3)}])
+    npy = tmp_path / "out" / "x.npy"
+    npy.write_bytes(damage(npy.read_bytes()))
+    with pytest.raises(tn.TFRecordError, match=r"\(column 'x': a stored array does not read \("):
+        tn.load(path)
+
+
 @pytest.mark.parametrize("name", ["../other/x", "/etc/passwd", "..", "a/b", "a\\b"])
 def test_load_opens_no_array_outside_the_output(tmp_path, name):
     # a stored array name is a stem(): '/', '\\' and '.' are escaped, so none of these is ours
