@@ -13,7 +13,7 @@ FUZZ := build/fuzz
 FUZZ_TARGETS := $(basename $(notdir $(wildcard fuzz/fuzz_*.py)))
 SECONDS ?= 60
 
-.PHONY: demo test lint format bench clean fuzz fuzz-core
+.PHONY: demo test lint format bench clean fuzz fuzz-core fuzz-coverage
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -77,6 +77,22 @@ fuzz: $(VENV)/.test-deps $(VENV)/.built $(FUZZ)/.built
 		TFRECNP_FUZZ_NATIVE=$(FUZZ) $(PY) fuzz/$$t.py $(FUZZ)/corpus/$$t tests/fuzz_corpus/$$t \
 			-max_total_time=$(SECONDS) -artifact_prefix=$(FUZZ)/crashes/$$t- || exit 1; \
 	done
+
+# Line coverage of the compiled core reached by the corpora (CORPUS holds a folder per
+# target; the seed corpus is always added): the core built with gcc --coverage into
+# build/fuzz-cov, every input replayed once, gcov's counts read back onto .pyx lines.
+CORPUS ?= $(FUZZ)/corpus
+fuzz-coverage: $(VENV)/.test-deps $(VENV)/.built
+	rm -rf build/fuzz-cov && mkdir -p build/fuzz-cov/core
+	CC=gcc LDSHARED="gcc -shared" CFLAGS="--coverage" LDFLAGS="--coverage" \
+		$(PY) setup.py -q build_ext --build-lib build/fuzz-cov/lib --build-temp build/fuzz-cov/tmp
+	cp build/fuzz-cov/lib/tfrecnp/_core/*.so build/fuzz-cov/core/
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(CORPUS)/$$t; \
+		TFRECNP_FUZZ_NATIVE=build/fuzz-cov $(PY) fuzz/$$t.py -runs=0 \
+			$(CORPUS)/$$t tests/fuzz_corpus/$$t 2>&1 | grep -E "^#[0-9]+.DONE" || exit 1; \
+	done
+	$(PY) fuzz/core_coverage.py build/fuzz-cov/tmp
 
 clean:
 	rm -rf build src/tfrecnp/_core/*.c src/tfrecnp/_core/*.so $(VENV)

@@ -30,9 +30,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))  # fuzz this checkout, whatever the venv points at
 
 NATIVE = os.environ.get("TFRECNP_FUZZ_NATIVE")
-if NATIVE:
+if NATIVE and (Path(NATIVE) / "libfuzzer.so").exists():
     # libFuzzer's symbols must be global before atheris picks its core and before the
-    # instrumented extension modules are loaded (they call __sanitizer_cov_* when loaded)
+    # instrumented extension modules are loaded (they call __sanitizer_cov_* when loaded).
+    # (A core built otherwise, for gcov by `make fuzz-coverage`, comes without one.)
     ctypes.CDLL(str(Path(NATIVE) / "libfuzzer.so"), mode=os.RTLD_GLOBAL)
 
 import atheris  # noqa: E402
