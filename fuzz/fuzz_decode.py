@@ -11,7 +11,8 @@ constructors refuse (ValueError, their documented answer) ends the input.
 
 Checks: decoding gives columns of one row per record, or a typed error; decoding each
 record alone gives the batch's rows (chunking, offsets and sizing agree); tn.decode (with
-its dense_when_uniform step) agrees with the Decoder.
+its dense_when_uniform step) agrees with the Decoder; the spec schema inference proposes
+for the records (tn.infer_spec, `tfrecnp inspect`) reads them without a SchemaError.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ with instrumented():
     import numpy as np
 
     import tfrecnp as tn
-    from tfrecnp.example.decode import Decoder, decode
+    from tfrecnp.errors import SchemaError
+    from tfrecnp.example.decode import Decoder, _as_batch, decode
+    from tfrecnp.example.infer import _survey_stats
 
 TYPED = typed_errors()
 SCRATCH = Scratch()
@@ -103,6 +106,22 @@ def rows(columns: dict, n: int) -> None:
         assert got == n, f"{name}: {got} rows for {n} records"
 
 
+def check_inferred(records: list[bytes]) -> None:
+    """The spec inferred from records (as tn.infer_spec / tfrecnp inspect propose it) reads
+    the records it was inferred from: never a SchemaError."""
+    batch = _as_batch(records)
+    try:
+        _, inferred, surveyed = _survey_stats(batch, "<fuzz>")
+    except TYPED:
+        return
+    try:
+        Decoder(inferred).decode(batch.slice(0, surveyed))
+    except SchemaError as e:
+        raise AssertionError(f"the inferred spec {inferred} does not read its records: {e}") from e
+    except TYPED:
+        pass  # damage the survey does not look at (it reads names, kinds and counts)
+
+
 def test_one_input(data: bytes) -> None:
     if not data:
         return
@@ -115,6 +134,7 @@ def test_one_input(data: bytes) -> None:
     except ValueError:
         return  # the constructors' documented refusal of a spec
     records = records_of(data[size:])
+    check_inferred(records)
     try:
         batch = decoder.decode(records)
     except TYPED:
