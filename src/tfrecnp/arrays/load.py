@@ -137,7 +137,7 @@ def _check_array_name(path: str, column: str, name: Any) -> None:
 def _check_layout(path: str, column: str, layout: Any) -> None:
     kind = layout.get("kind") if isinstance(layout, dict) else None
     keys = {"array": ("array",), "bytes": ("values", "offsets"), "ragged": ("row_splits",)}
-    if kind not in keys:
+    if not isinstance(kind, str) or kind not in keys:  # (a list or a dict is no key)
         raise _not_ours(
             path,
             f"column {column!r} has layout {layout!r}, expected a kind of "
@@ -163,7 +163,7 @@ def _check_layout(path: str, column: str, layout: Any) -> None:
 def _parse_manifest(path: str, text: str | bytes) -> Any:
     try:
         return json.loads(text)
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, nesting
         raise _not_ours(path, f"its manifest is not JSON: {e}") from None
 
 
