@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Fuzz target: the Example / SequenceExample decoder, with a random spec, on arbitrary
 record bytes.
 

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Fuzz target: the framing reader. Any bytes as a TFRecord file (plain, or wrapped in GZIP /
 ZLIB so the compressed path sees framed data), read with every on_error mode.
 

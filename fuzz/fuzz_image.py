@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Fuzz target: the image decoder entry (tn.Image's finish on a bytes column), through
 simplejpeg and through Pillow.
 

@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Fuzz target: the encoder round trip. Random columns -> tn.write -> tn.read -> equal.
 
 Input: byte 0 options (bits 0-2 rows 0..7, bits 3-4 compression None / GZIP / ZLIB / None,

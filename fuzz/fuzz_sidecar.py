@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """Fuzz target: the files that describe other files. The `.idx` sidecar reader and the
 `tn.load` manifest reader (tfrecnp.json), plus the .npy headers a manifest points at.
 

@@ -2,7 +2,10 @@
 the repository root: `python fuzz/make_corpus.py`). Records and image bytes come from
 TensorFlow and Pillow (independent writers), hostile files from tests/attacks/; each seed
 starts with the option bytes its target reads (see each target's docstring). Regression
-inputs (files named regress-*) are kept as they are.
+inputs (files named regress-*) are kept as they are, and so are the inputs named by their
+SHA-1: those `-merge=1` kept from the hour-long runs, each adding coverage the others lack
+(`fuzz/fuzz_x.py -merge=1 tests/fuzz_corpus/fuzz_x LONG_RUN_CORPUS`; merge re-runs the
+target as a program, so put the venv's bin first on PATH).
 """
 
 from __future__ import annotations
