@@ -1,13 +1,19 @@
 # Two commands on a fresh machine: `make demo` and `make test`. Each makes .venv if it is
 # missing, installs the package (building the Cython core) and runs.
+# `make fuzz SECONDS=N` runs every fuzz target in fuzz/ for N seconds each (default 60), over
+# the seed corpus in tests/fuzz_corpus/ (new inputs go to build/fuzz/corpus/, crashes to
+# build/fuzz/crashes/); `make test` runs each for a few seconds (tests/test_fuzz.py).
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip --disable-pip-version-check --quiet
 CORE := $(wildcard src/tfrecnp/_core/*.pyx src/tfrecnp/_core/*.pxd src/tfrecnp/_core/*.h) setup.py pyproject.toml
-LINTED := src tests benchmarks
+LINTED := src tests benchmarks fuzz
+FUZZ := build/fuzz
+FUZZ_TARGETS := $(basename $(notdir $(wildcard fuzz/fuzz_*.py)))
+SECONDS ?= 60
 
-.PHONY: demo test asan lint format bench clean
+.PHONY: demo test asan lint format bench clean fuzz fuzz-core fuzz-coverage
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +35,7 @@ $(VENV)/.test-deps: pyproject.toml | $(PY)
 demo: $(VENV)/.built
 	$(VENV)/bin/tfrecnp demo
 
-test: $(VENV)/.test-deps $(VENV)/.built lint
+test: $(VENV)/.test-deps $(VENV)/.built $(FUZZ)/.built lint
 	$(PY) -m pytest
 
 # The core built with AddressSanitizer + UBSan into build/asan/ (the in-place build untouched),
@@ -49,6 +55,49 @@ format: $(VENV)/.test-deps
 bench: $(VENV)/.test-deps $(VENV)/.built
 	$(PIP) install tfrecord
 	$(PY) benchmarks/run.py
+
+# The core again, for the fuzz targets: compiled by clang with libFuzzer's coverage
+# instrumentation (-fsanitize=fuzzer-no-link) into build/fuzz/core, and libFuzzer's runtime
+# (clang's own archive) as a shared library beside it; TFRECNP_FUZZ_NATIVE=build/fuzz makes
+# the targets load both, so edges of the compiled core guide the fuzzer too. clang comes
+# from the system's packages when missing.
+$(FUZZ)/.built: $(CORE) | $(PY)
+	command -v clang >/dev/null || apt-get install -y -q clang || \
+		(apt-get update -q && apt-get install -y -q clang)
+	rm -rf $(FUZZ)/lib $(FUZZ)/tmp $(FUZZ)/core && mkdir -p $(FUZZ)/core
+	CC=clang LDSHARED="clang -shared" CFLAGS="-fsanitize=fuzzer-no-link" \
+		$(PY) setup.py -q build_ext --build-lib $(FUZZ)/lib --build-temp $(FUZZ)/tmp
+	cp $(FUZZ)/lib/tfrecnp/_core/*.so $(FUZZ)/core/
+	clang++ -shared -o $(FUZZ)/libfuzzer.so -Wl,--whole-archive \
+		"$$(clang -print-file-name=libclang_rt.fuzzer_no_main-x86_64.a)" \
+		-Wl,--no-whole-archive -lpthread
+	touch $@
+
+fuzz-core: $(FUZZ)/.built
+
+fuzz: $(VENV)/.test-deps $(VENV)/.built $(FUZZ)/.built
+	mkdir -p $(FUZZ)/crashes
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ)/corpus/$$t; \
+		TFRECNP_FUZZ_NATIVE=$(FUZZ) $(PY) fuzz/$$t.py $(FUZZ)/corpus/$$t tests/fuzz_corpus/$$t \
+			-max_total_time=$(SECONDS) -artifact_prefix=$(FUZZ)/crashes/$$t- || exit 1; \
+	done
+
+# Line coverage of the compiled core reached by the corpora (CORPUS holds a folder per
+# target; the seed corpus is always added): the core built with gcc --coverage into
+# build/fuzz-cov, every input replayed once, gcov's counts read back onto .pyx lines.
+CORPUS ?= $(FUZZ)/corpus
+fuzz-coverage: $(VENV)/.test-deps $(VENV)/.built
+	rm -rf build/fuzz-cov && mkdir -p build/fuzz-cov/core
+	CC=gcc LDSHARED="gcc -shared" CFLAGS="--coverage" LDFLAGS="--coverage" \
+		$(PY) setup.py -q build_ext --build-lib build/fuzz-cov/lib --build-temp build/fuzz-cov/tmp
+	cp build/fuzz-cov/lib/tfrecnp/_core/*.so build/fuzz-cov/core/
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(CORPUS)/$$t; \
+		TFRECNP_FUZZ_NATIVE=build/fuzz-cov $(PY) fuzz/$$t.py -runs=0 \
+			$(CORPUS)/$$t tests/fuzz_corpus/$$t 2>&1 | grep -E "^#[0-9]+.DONE" || exit 1; \
+	done
+	$(PY) fuzz/core_coverage.py build/fuzz-cov/tmp
 
 clean:
 	rm -rf build src/tfrecnp/_core/*.c src/tfrecnp/_core/*.so $(VENV)

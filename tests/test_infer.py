@@ -160,6 +160,20 @@ def test_infer_sequence_examples(tf, tmp_path):
     assert tn.read(path)["frames"].lengths.tolist() == [i % 4 for i in range(30)]
 
 
+def test_a_name_both_in_context_and_feature_lists_is_a_schema_error(tf, tmp_path):
+    # found by fuzz/fuzz_decode.py: the Sequence spec's own ValueError came out untyped
+    path = str(tmp_path / "seq.tfrecord")
+    with tf.io.TFRecordWriter(path) as w:
+        ex = tf.train.SequenceExample()
+        ex.context.feature["x"].int64_list.value.append(1)
+        ex.feature_lists.feature_list["x"].feature.add().float_list.value.append(2.0)
+        w.write(ex.SerializeToString())
+    with pytest.raises(
+        tn.SchemaError, match=r"feature 'x' is both a context feature and a feature list in "
+    ):
+        infer_spec(path)
+
+
 def test_infer_samples_across_files(tf, tmp_path):
     a = write_examples(tf, tmp_path / "a.tfrecord", [{"x": ("int64", [1])}] * 5)
     b = write_examples(tf, tmp_path / "b.tfrecord", [{"x": ("int64", [1]), "y": ("bytes", [b"z"])}])

@@ -506,6 +506,18 @@ def test_read_index_without_a_data_file_checks_the_tiling(tmp_path):
     assert str(e.value) == f"{idx}: offsets and lengths do not tile a file"
 
 
+def test_read_index_refuses_a_tiling_that_wraps_past_2_63(tmp_path, ref):
+    # a first record claiming 2^63 - 17 bytes (its length CRC valid), then offsets that wrap
+    # to negative and come back to the file's size: a seek to a negative offset was OSError
+    head = (2**63 - 17).to_bytes(8, "little")
+    data = tmp_path / "x.tfrecord"
+    data.write_bytes(head + ref.mask(ref.crc32c(head)).to_bytes(4, "little") + bytes(30))
+    top = 2**63 - 1
+    (tmp_path / "x.tfrecord.idx").write_text(f"0 {top}\n{top} 16\n{-top + 14} {top}\n14 28\n")
+    with pytest.warns(UserWarning, match="stale or foreign"):
+        assert tn.read_index(tmp_path / "x.tfrecord.idx", data) is None
+
+
 def test_paths_as_glob_directory_and_list(tf_write, tmp_path):
     folder = tmp_path / "shards"
     folder.mkdir()

@@ -371,6 +371,8 @@ def test_load_checks_the_manifest_against_the_arrays(tmp_path):
         ({"columns": None}, "manifest columns None, expected a mapping"),
         ({"columns": {"x": "x"}}, "column 'x' has layout 'x', expected a kind of 'array', "),
         ({"columns": {"x": {"kind": "array"}}}, "column 'x': its array layout has no 'array'"),
+        # found by fuzz/fuzz_sidecar.py: an unhashable kind was a TypeError
+        ({"columns": {"x": {"kind": ["array"]}}}, "column 'x' has layout {'kind': ['array']}"),
         (
             {"columns": {"x": {"kind": "ragged", "row_splits": "x"}}},
             "column 'x': its ragged layout has no 'values'",
@@ -400,6 +402,39 @@ def test_load_refuses_a_manifest_that_is_not_json(tmp_path):
         tn.TFRecordError,
         match=r"^\S+out is not a complete tfrecnp output \(its manifest is not JSON: ",
     ):
+        tn.load(path)
+
+
+def test_load_refuses_a_manifest_nested_too_deep(tmp_path):
+    # json.loads raises RecursionError on deep nesting (thousands of '[' fit in a few KB)
+    path = write_batches(tmp_path / "out", "npy", [{"x": np.arange(3)}])
+    (tmp_path / "out" / "tfrecnp.json").write_text("[" * 5000)
+    with pytest.raises(tn.TFRecordError, match=r"\(its manifest is not JSON: maximum recursion"):
+        tn.load(path)
+
+
+def test_load_refuses_a_manifest_that_is_not_utf8(tmp_path):
+    # found by fuzz/fuzz_sidecar.py: the manifest was read as UTF-8 text before json saw it
+    path = write_batches(tmp_path / "out", "npy", [{"x": np.arange(3)}])
+    (tmp_path / "out" / "tfrecnp.json").write_bytes(b'{"fo\x8c\xf5')
+    with pytest.raises(tn.TFRecordError, match=r"\(its manifest is not JSON: "):
+        tn.load(path)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b"\xff" + b[1:],  # the magic: NumPy took it for a pickle
+        lambda b: b.replace(b"'shape'", b"'sha, 'shape'", 1),  # NumPy's tokenizer failed
+        lambda b: b[:20],  # a header cut short
+    ],
+)
+def test_load_refuses_a_damaged_npy_header(tmp_path, damage):
+    # found by fuzz/fuzz_sidecar.py: NumPy's header parser raised ValueError, TokenError
+    path = write_batches(tmp_path / "out", "npy", [{"x": np.arange(3)}])
+    npy = tmp_path / "out" / "x.npy"
+    npy.write_bytes(damage(npy.read_bytes()))
+    with pytest.raises(tn.TFRecordError, match=r"\(column 'x': a stored array does not read \("):
         tn.load(path)
 
 

@@ -22,7 +22,7 @@ from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from ..example.spec import spec_from_json
 from ..format.compression import detect_compression
 from ..format.sniff import is_frame, what_is
-from .npy import HDF5_MAGIC, ZIP_MAGIC, zip_member_offset
+from .npy import HDF5_MAGIC, HEADER_ERRORS, ZIP_MAGIC, read_npy_header, zip_member_offset
 from .sinks import MANIFEST, MANIFEST_FORMAT, SAFE_CHARS
 
 __all__ = ["Arrays", "load"]
@@ -137,7 +137,7 @@ def _check_array_name(path: str, column: str, name: Any) -> None:
 def _check_layout(path: str, column: str, layout: Any) -> None:
     kind = layout.get("kind") if isinstance(layout, dict) else None
     keys = {"array": ("array",), "bytes": ("values", "offsets"), "ragged": ("row_splits",)}
-    if kind not in keys:
+    if not isinstance(kind, str) or kind not in keys:  # (a list or a dict is no key)
         raise _not_ours(
             path,
             f"column {column!r} has layout {layout!r}, expected a kind of "
@@ -163,7 +163,7 @@ def _check_layout(path: str, column: str, layout: Any) -> None:
 def _parse_manifest(path: str, text: str | bytes) -> Any:
     try:
         return json.loads(text)
-    except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError, nesting
         raise _not_ours(path, f"its manifest is not JSON: {e}") from None
 
 
@@ -227,6 +227,10 @@ def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
             col = column(layout)
         except (KeyError, FileNotFoundError) as e:
             raise _not_ours(path, f"column {name!r}: a stored array is missing ({e})") from None
+        except (*HEADER_ERRORS, OSError, EOFError) as e:
+            # a damaged .npy header (NumPy's parser raises several kinds), splits that
+            # overrun their values
+            raise _not_ours(path, f"column {name!r}: a stored array does not read ({e})") from None
         n = rows(col)
         if n != records:
             raise _not_ours(
@@ -239,7 +243,7 @@ def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
 
 
 def _load_npy(path: str) -> Arrays:
-    with open(os.path.join(path, MANIFEST), encoding="utf-8") as f:
+    with open(os.path.join(path, MANIFEST), "rb") as f:  # bytes: json says if not UTF-8
         manifest = _check_manifest(path, _parse_manifest(path, f.read()))
 
     def array(name: str) -> np.ndarray:
@@ -272,10 +276,7 @@ def _load_npz(path: str) -> Arrays:
         with open(path, "rb") as f:
             f.seek(start)
             version = np.lib.format.read_magic(f)
-            if version == (1, 0):
-                shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
-            else:
-                shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+            shape, fortran, dtype = read_npy_header(f, version)
             offset = f.tell()
         if math.prod(shape) == 0:
             return np.empty(shape, dtype)

@@ -5,6 +5,7 @@ memory-maps)."""
 
 from __future__ import annotations
 
+import tokenize
 import zipfile
 
 import numpy as np
@@ -30,11 +31,21 @@ def npy_header(dtype: np.dtype, shape: tuple[int, ...], size: int | None = None)
     return NPY_MAGIC + bytes([1, 0]) + (size - 10).to_bytes(2, "little") + text.encode("latin1")
 
 
+# What NumPy's .npy header parser may raise on a damaged header: it tokenizes the header
+# text and literal_evals it, so a few bytes changed give TokenError or SyntaxError, not only
+# the ValueError it documents.
+HEADER_ERRORS = (ValueError, SyntaxError, TypeError, tokenize.TokenError, RecursionError)
+
+
 def read_npy_header(f, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:
-    """(shape, fortran_order, dtype) of the header that follows the magic and version."""
-    if version == (1, 0):
-        return np.lib.format.read_array_header_1_0(f)
-    return np.lib.format.read_array_header_2_0(f)
+    """(shape, fortran_order, dtype) of the header that follows the magic and version;
+    ValueError when it does not parse."""
+    try:
+        if version == (1, 0):
+            return np.lib.format.read_array_header_1_0(f)
+        return np.lib.format.read_array_header_2_0(f)
+    except HEADER_ERRORS as e:
+        raise ValueError(f"the .npy header does not parse ({type(e).__name__}: {e})") from None
 
 
 def zip_member_offset(path: str, info: zipfile.ZipInfo) -> int:

@@ -35,7 +35,14 @@ from .._util.text import format_size
 from ..errors import SchemaError
 from ..example.columns import BytesColumn, Ragged, check_lengths
 from ..format.paths import looks_like_records
-from .npy import HDF5_MAGIC, NPY_MAGIC, ZIP_MAGIC, read_npy_header, zip_member_offset
+from .npy import (
+    HDF5_MAGIC,
+    HEADER_ERRORS,
+    NPY_MAGIC,
+    ZIP_MAGIC,
+    read_npy_header,
+    zip_member_offset,
+)
 
 __all__ = [
     "ArraySource",
@@ -271,7 +278,7 @@ def _open_npy(path: str) -> np.memmap:
     _check_npy_size(path)
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
-    except ValueError as e:
+    except HEADER_ERRORS as e:
         raise ValueError(
             f"{path} cannot be memory-mapped ({e}); tfrecnp streams only plain arrays, "
             "not pickled Python objects"

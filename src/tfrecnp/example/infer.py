@@ -201,6 +201,13 @@ def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], S
     context = {f.name: f.feature for f in stats if not f.sequence and f.feature is not None}
     sequence = {f.name: f.feature for f in stats if f.sequence and f.feature is not None}
     if sequence:
+        both = sorted(set(context) & set(sequence))
+        if both:  # legal protobuf, but one batch holds one column per name
+            raise SchemaError(
+                f"feature {both[0]!r} is both a context feature and a feature list in the "
+                f"records of {where}; pass spec=tn.Sequence(...) with one of them, and read "
+                "the other under a Sequence of its own"
+            )
         return stats, Sequence(context=context, sequence=sequence), s.records
     if not context:
         raise SchemaError(

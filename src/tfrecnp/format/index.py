@@ -71,8 +71,12 @@ def read_index(index_file: PathLike, data_file: PathLike | None = None) -> Recor
         return _ignore_index(index_file, path)
     table = table.reshape(-1, 2)
     offsets, frames = table[:, 0].copy(), table[:, 1].copy()
+    # offsets >= 0: int64 sums wrap, so a tiling that runs past 2^63 could come back
+    # negative and end on the file's size
     consistent = bool(
-        np.all(frames >= 16) and np.all(offsets[1:] == offsets[:-1] + frames[:-1])
+        np.all(frames >= 16)
+        and np.all(offsets >= 0)
+        and np.all(offsets[1:] == offsets[:-1] + frames[:-1])
     ) and (len(offsets) == 0 or offsets[0] == 0)
     if data_file is not None:
         end = int(offsets[-1] + frames[-1]) if len(offsets) else 0
