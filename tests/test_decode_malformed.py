@@ -129,6 +129,18 @@ def test_varint_longer_than_ten_bytes():
         "malformed Example: a varint runs past 10 bytes in an Int64List of feature 'x' "
         f"at <memory> record 0 (payload byte {at}); {HINT}"
     )
+    # found when the varint ends in the second word of the block and 8+ bytes follow (the
+    # word-wise count left the block's tail to a shift by 64 or more: UBSan, fuzz corpus)
+    for lead in (0, 1, 5):
+        block = b"\x01" * lead + b"\xff" * 11 + b"\x01" + b"\x02" * 12
+        packed = in_feature(pw.delimited(pw.INT64, pw.delimited(1, block)))
+        at = packed.index(b"\xff")
+        assert (
+            f"a varint runs past 10 bytes in an Int64List of feature 'x' at <memory> "
+            f"record 0 (payload byte {at})" in malformed(packed, {"x": tn.VarLen("int64")})
+        )
+        with pytest.raises(tn.CorruptRecordError, match="a varint runs past 10 bytes"):
+            survey([packed])
 
 
 def test_ten_byte_varint_is_fine():

@@ -422,11 +422,12 @@ cdef inline const uint8_t *count_varints(Ctx *c, const uint8_t *p, const uint8_t
         else:
             lead = tfrecnp_ctz(m) >> 3
             if run + lead >= 10:
+                run = 10  # an overlong varint: found again bytewise below
                 break
             run = tfrecnp_clz(m) >> 3
             n += tfrecnp_count_high(m)
         p += 8
-    if p < end and run < 10 and c.limit - p >= 8:
+    if p < end and run < 10 and end - p < 8 and c.limit - p >= 8:
         # the last 1..7 bytes: one word read past the block (still inside the batch's
         # buffer), the bytes beyond the block masked off
         rem = end - p
