@@ -118,32 +118,28 @@ def read_text(path: Any) -> str:
     return fs.cat_file(inner).decode("utf-8")
 
 
-def size(path: Any) -> int:
+def _ask(path: Any, local: Any, method: str) -> Any:
+    """`local(path)` for a local path, else the filesystem's own `method` for a URL."""
     if not is_url(path):
-        return os.path.getsize(path)
+        return local(path)
     fs, inner = _split(path)
-    return int(fs.size(inner))
+    return getattr(fs, method)(inner)
+
+
+def size(path: Any) -> int:
+    return int(_ask(path, os.path.getsize, "size"))
 
 
 def exists(path: Any) -> bool:
-    if not is_url(path):
-        return os.path.exists(path)
-    fs, inner = _split(path)
-    return bool(fs.exists(inner))
+    return bool(_ask(path, os.path.exists, "exists"))
 
 
 def isdir(path: Any) -> bool:
-    if not is_url(path):
-        return os.path.isdir(path)
-    fs, inner = _split(path)
-    return bool(fs.isdir(inner))
+    return bool(_ask(path, os.path.isdir, "isdir"))
 
 
 def isfile(path: Any) -> bool:
-    if not is_url(path):
-        return os.path.isfile(path)
-    fs, inner = _split(path)
-    return bool(fs.isfile(inner))
+    return bool(_ask(path, os.path.isfile, "isfile"))
 
 
 def listdir(path: Any) -> list[str]:
