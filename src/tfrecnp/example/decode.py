@@ -363,18 +363,16 @@ class Decoder:
         def general(v: bytearray, *ends: bytearray | None) -> Any:
             offs, splits, inner = (None if a is None else np.frombuffer(a, np.int64) for a in ends)
             values = np.frombuffer(v, np.uint8 if offs is not None else wire or spec.dtype)
-            if op in ("raw", "raw_any"):
-                values = values.reshape(1, *(spec.shape if op == "raw" else (-1,)))
-                if op == "raw_any":  # the -1 resolved from this record's size
-                    known = math.prod(d for d in spec.shape if d != -1)
-                    shape = [values.size // known if d == -1 else d for d in spec.shape]
-                    values = values.reshape(1, *shape)
-            elif op in ("raw_var", "seq_raw"):
-                values = values.reshape(-1, *spec.row_shape)
-            arrays = [
-                None if a is None else np.frombuffer(a, np.int64) for a in (offs, splits, inner)
-            ]
-            return self._wrap(c, (values, *arrays), _ONE_ROW, None)[0]
+            if op == "raw":
+                values = values.reshape(1, *spec.shape)
+            elif op == "raw_any":  # the -1 resolved from this record's size
+                known = math.prod(d for d in spec.shape if d != -1)
+                values = values.reshape(
+                    1, *(values.size // known if d == -1 else d for d in spec.shape)
+                )
+            elif op in ("raw_var", "seq_raw"):  # rows (steps) counted by the splits
+                values = values.reshape(int(splits[-1]), *spec.row_shape)
+            return self._wrap(c, (values, offs, splits, inner), _ONE_ROW, None)[0]
 
         return general
 
