@@ -15,7 +15,7 @@ in its own process (so peak RSS is per side, and TensorFlow's threads do not com
 ours); each case is the median of --runs passes. Also, tfrecnp only: `ds[i]` in random order,
 `ds.__getitems__` of 32 random indices (PyTorch's batched fetch) and `iter(ds)`.
 
-    python benchmarks/run.py training [--runs N] [--quick]
+    python benchmarks/run.py training [--runs N] [--quick] [--kinds raw] [--batches 32,1024]
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def _write(kind: str, n: int, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _tn_side(kind: str, path: Path, runs: int) -> dict:
+def _tn_side(kind: str, path: Path, runs: int, batches: list[int]) -> dict:
     import tfrecnp as tn
 
     spec = {
@@ -90,7 +90,7 @@ def _tn_side(kind: str, path: Path, runs: int) -> dict:
             np.asarray(col.values if isinstance(col, tn.Ragged) else col)
         return len(batch["label"])
 
-    for batch in BATCHES:
+    for batch in batches:
         for shuffle in SHUFFLES:
             rates = []
             for _ in range(runs):
@@ -116,7 +116,7 @@ def _tn_side(kind: str, path: Path, runs: int) -> dict:
     return out
 
 
-def _tf_side(kind: str, path: Path, runs: int) -> dict:
+def _tf_side(kind: str, path: Path, runs: int, batches: list[int]) -> dict:
     import tensorflow as tf
 
     FL = tf.io.FixedLenFeature
@@ -134,7 +134,7 @@ def _tf_side(kind: str, path: Path, runs: int) -> dict:
 
     n = sum(1 for _ in tf.data.TFRecordDataset(str(path)))
     out = {}
-    for batch in BATCHES:
+    for batch in batches:
         for shuffle in SHUFFLES:
             rates = []
             for _ in range(runs):
@@ -154,8 +154,8 @@ def _tf_side(kind: str, path: Path, runs: int) -> dict:
     return out
 
 
-def _run_side(side: str, kind: str, path: Path, runs: int) -> dict:
-    return run_peer(__file__, [side, kind, path, runs], flag="--side")
+def _run_side(side: str, kind: str, path: Path, runs: int, batches: list[int]) -> dict:
+    return run_peer(__file__, [side, kind, path, runs, ",".join(map(str, batches))], flag="--side")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,17 +163,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3, help="passes per case (median)")
     parser.add_argument("--quick", action="store_true", help="small files, for a smoke run")
     parser.add_argument("--kinds", default=",".join(KINDS), help="which files (default: all)")
-    parser.add_argument("--side", nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--batches",
+        default=",".join(map(str, BATCHES)),
+        help="batch sizes, comma-separated (default: %(default)s)",
+    )
+    parser.add_argument("--side", nargs=5, help=argparse.SUPPRESS)
     parser.add_argument("--write", nargs=3, help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args(argv)
     if args.write:
         _write(args.write[0], int(args.write[1]), Path(args.write[2]))
         return 0
     if args.side:
-        side, kind, path, runs = args.side
+        side, kind, path, runs, sizes = args.side
         run = _tn_side if side == "tfrecnp" else _tf_side
-        print(json.dumps(run(kind, Path(path), int(runs))))
+        print(json.dumps(run(kind, Path(path), int(runs), [int(b) for b in sizes.split(",")])))
         return 0
+    batches = [int(b) for b in args.batches.split(",")]
     DATA_DIR.mkdir(parents=True, exist_ok=True)
     print(
         "Training-shaped reading: records/s of the path users call, tfrecnp against "
@@ -187,14 +193,14 @@ def main(argv: list[str] | None = None) -> int:
                 [sys.executable, __file__, "--write", kind, str(n), str(path)], check=True
             )
         warm_page_cache(path)
-        ours = _run_side("tfrecnp", kind, path, args.runs)
-        theirs = _run_side("tensorflow", kind, path, args.runs)
+        ours = _run_side("tfrecnp", kind, path, args.runs, batches)
+        theirs = _run_side("tensorflow", kind, path, args.runs, batches)
         print(f"\n{kind}: {n:,} records, {path.stat().st_size / 1e6:.0f} MB")
         if "skip" in ours or "skip" in theirs:
             print(f"  failed: {ours.get('skip') or theirs.get('skip')}")
             continue
         print(f"  {'batch':>6} {'shuffle':>8} {'tfrecnp':>10} {'TensorFlow':>11} {'x TF':>6}")
-        for batch in BATCHES:
+        for batch in batches:
             for shuffle in SHUFFLES:
                 key = f"{batch}/{shuffle}"
                 a, b = ours[key], theirs[key]

@@ -194,7 +194,12 @@ class ArrayDataset(Dataset):
         return rows
 
     def _source_blocks(
-        self, block: int, shuffle: bool | int, rng: np.random.Generator, threads: int | None
+        self,
+        block: int,
+        shuffle: bool | int,
+        rng: np.random.Generator,
+        threads: int | None,
+        ahead: bool = False,
     ) -> Iterator[Block]:
         start, stop = self._range()
         if shuffle is True:

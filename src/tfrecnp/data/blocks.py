@@ -119,14 +119,16 @@ def shuffle_blocks(
     of them leave it (as many as the blocks brought, rounded down: the pool holds up to
     buffer + align rows), picked uniformly from the whole pool, gathered per column from
     the blocks that hold them and put in a random order. The rest of the pool leaves,
-    shuffled, at the end. With `align` the block size (a whole number of batches), no batch
-    straddles two blocks, so none is copied together from two.
+    shuffled, at the end, in blocks as large as the largest that came in. With `align` the
+    block size (a whole number of batches), no batch straddles two blocks, so none is
+    copied together from two.
 
     The pool is a list of blocks plus the (block, row) of every row still in it; a block is
     dropped once none of its rows remain. When the blocks held grow past twice what the
     pool needs, the rows left in mostly emptied blocks are copied into one new block, so a
     row is copied about twice however large the buffer."""
     held: dict[int, Block] = {}
+    size = align  # rows per block leaving at the end: the largest block that came in
     live_b = np.empty(0, np.int64)  # block id of each row in the pool
     live_r = np.empty(0, np.int64)  # its row in that block
     next_id = 0
@@ -134,6 +136,7 @@ def shuffle_blocks(
         if not block.n:
             continue
         held[next_id] = block
+        size = max(size, block.n)
         live_b = np.concatenate([live_b, np.full(block.n, next_id, np.int64)])
         live_r = np.concatenate([live_r, np.arange(block.n, dtype=np.int64)])
         next_id += 1
@@ -160,8 +163,10 @@ def shuffle_blocks(
             live_b[move] = next_id
             live_r[move] = np.arange(kept)
             next_id += 1
-    if len(live_b):
-        yield _gather(held, live_b, live_r, rng.permutation(len(live_b)))
+    rest = rng.permutation(len(live_b))  # a block at a time: never the whole pool at once
+    for a in range(0, len(rest), size):
+        picks = rest[a : a + size]
+        yield _gather(held, live_b[picks], live_r[picks], np.arange(len(picks)))
 
 
 def shuffle_records(

@@ -84,10 +84,16 @@ class Dataset:
         return {name: col[0] for name, col in cols.items()}
 
     def _source_blocks(
-        self, block: int, shuffle: bool | int, rng: np.random.Generator, threads: int | None
+        self,
+        block: int,
+        shuffle: bool | int,
+        rng: np.random.Generator,
+        threads: int | None,
+        ahead: bool = False,
     ) -> Iterator[Block]:
         """Blocks of `block` records (the last may be short) in file order, a permutation
-        (shuffle=True) or drawn through a buffer (shuffle=N)."""
+        (shuffle=True) or drawn through a buffer (shuffle=N). ahead: the blocks are made in
+        a background thread, so a source may read ahead in a thread of its own too."""
         raise NotImplementedError
 
     def _mean_record_bytes(self) -> float:
@@ -250,7 +256,7 @@ class Dataset:
         rng = np.random.default_rng(seed)
 
         def produce() -> Iterator[Block]:
-            blocks = self._source_blocks(block, shuffle, rng, threads)
+            blocks = self._source_blocks(block, shuffle, rng, threads, prefetch > 0)
             try:
                 for b in blocks:
                     yield b if then is None else Block(then(b.cols, b.where), b.n, b.nbytes)
@@ -278,13 +284,16 @@ class Dataset:
         Records are read and decoded in blocks of about 4 MiB (a whole number of batches)
         by a background thread, `prefetch` blocks ahead (0: in the caller's thread); each
         batch is a view into a decoded block, so small batches cost little more than large
-        ones. threads: decoding threads per block (default: one per core).
+        ones. With prefetch, TFRecords of 4 KiB and more (tensors, images) are also read a
+        block ahead in a thread of their own. threads: decoding threads per block (default:
+        one per core, one less where records are read ahead).
 
         shuffle: False (file order), True (a permutation of all records; uncompressed
         files; the records of 16 blocks, about 64 MiB, are read at a time in file order,
         then gathered into the permuted order), or N (records drawn at random through a
-        buffer of N records, fed from up to 8 files in turn; any file; holds N records plus
-        up to two blocks in memory). Deterministic for a given seed. drop_remainder drops a final
+        buffer of N records, fed from up to 8 files in turn; any file; holds up to about
+        twice N records plus two blocks in memory, the pool and blocks it has not yet
+        emptied). Deterministic for a given seed. drop_remainder drops a final
         batch shorter than batch_size.
         pad: {"tokens": 128} makes the Ragged column "tokens" a dense [n, 128] array (rows
         cut or filled with 0) plus a column "tokens_length" holding each row's number of
