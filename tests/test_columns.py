@@ -180,6 +180,37 @@ def test_the_core_gather_of_byte_ranges_checks_every_range():
             framing.gather_ranges(src, s, n, out, at)
 
 
+def test_the_core_gather_from_several_parts_checks_every_range():
+    from tfrecnp._core import framing
+
+    parts = [
+        np.frombuffer(b"abcdef", np.uint8),
+        np.frombuffer(b"XYZ", np.uint8),
+        np.empty(0, np.uint8),
+    ]
+    out = np.zeros(6, np.uint8)
+    which, starts = np.array([1, 0, 1, 2], np.int64), np.array([1, 4, 0, 0], np.int64)
+    lengths, at = np.array([2, 2, 1, 0], np.int64), np.array([4, 0, 2, 6], np.int64)
+    assert framing.gather_parts(parts, which, starts, lengths, out, at) == 5
+    assert out.tobytes() == b"efX\x00YZ"
+    one = np.ones(1, np.int64)
+    bad = [
+        (3 * one, 0 * one, one, 0 * one),  # no such part
+        (-one, 0 * one, one, 0 * one),
+        (one, 2 * one, 2 * one, 0 * one),  # past its part's end
+        (2 * one, 0 * one, one, 0 * one),  # an empty part
+        (0 * one, -one, one, 0 * one),
+        (0 * one, 0 * one, -3 * one, 0 * one),
+        (0 * one, 0 * one, 2 * one, 5 * one),  # past the output's end
+        (0 * one, 0 * one, (1 << 62) * one, 0 * one),
+    ]
+    for w, s, n, a in bad:
+        with pytest.raises(ValueError, match=r"does not fit its part or the output"):
+            framing.gather_parts(parts, w, s, n, out, a)
+    with pytest.raises(ValueError, match="differ in length"):
+        framing.gather_parts(parts, which[:2], starts, lengths, out, at)
+
+
 def test_bytes_to_numpy_keeps_every_byte_of_equal_width_values():
     # values of one width take NumPy's fast path; trailing and leading NULs must survive
     values = [b"ab\x00", b"\x00cd", b"xyz", b"\x00\x00\x00"]

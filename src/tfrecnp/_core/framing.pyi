@@ -36,6 +36,14 @@ def gather_ranges(
     out: NDArray[np.uint8],
     out_starts: Int64s | None = None,
 ) -> int: ...
+def gather_parts(
+    parts: list[Buffer],
+    which: Int64s,
+    starts: Int64s,
+    lengths: Int64s,
+    out: NDArray[np.uint8],
+    out_starts: Int64s,
+) -> int: ...
 def find_frame(buf: Buffer, pos: int) -> tuple[int, int]: ...
 def frame_payloads(payloads: Buffer, offsets: Int64s, out: NDArray[np.uint8]) -> int: ...
 def gather_frames(

@@ -19,6 +19,7 @@ with file names and record numbers.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 cdef extern from "crc32c.h":
@@ -405,6 +406,58 @@ def gather_ranges(const uint8_t[::1] src, const int64_t[::1] starts,
             total += length
     if invalid:
         raise ValueError(f"range {k} ({a}, {length} bytes) does not fit the source or output")
+    return total
+
+
+def gather_parts(list parts, const int64_t[::1] which, const int64_t[::1] starts,
+                 const int64_t[::1] lengths, uint8_t[::1] out,
+                 const int64_t[::1] out_starts) -> int:
+    """Copy parts[which[k]][starts[k]:starts[k] + lengths[k]] to out[out_starts[k]:] for
+    every k: gather_ranges over several buffers at once (the blocks of a shuffle pool), in
+    one pass without the GIL and in any order.
+
+    Every part is a contiguous uint8 buffer, every range must lie inside its part and
+    inside out; returns the bytes copied.
+    """
+    cdef Py_ssize_t n = starts.shape[0], m = len(parts), k = 0, total = 0
+    cdef Py_ssize_t room = out.shape[0]
+    cdef int64_t p = 0, a = 0, length = 0, o = 0
+    cdef bint invalid = False
+    cdef const uint8_t[::1] view
+    if which.shape[0] != n or lengths.shape[0] != n or out_starts.shape[0] != n:
+        raise ValueError("which, starts, lengths and out_starts differ in length")
+    cdef const uint8_t **base = <const uint8_t **>malloc((m + 1) * sizeof(uint8_t *))
+    cdef int64_t *size = <int64_t *>malloc((m + 1) * sizeof(int64_t))
+    cdef uint8_t *d = &out[0] if room else NULL
+    held = []  # the parts' buffers stay acquired while the copy runs without the GIL
+    try:
+        if base == NULL or size == NULL:
+            raise MemoryError()
+        for k in range(m):
+            view = parts[k]
+            held.append(view)
+            size[k] = view.shape[0]
+            base[k] = &view[0] if view.shape[0] else NULL
+        with nogil:
+            for k in range(n):
+                p = which[k]
+                a = starts[k]
+                length = lengths[k]
+                o = out_starts[k]
+                if (p < 0 or p >= m or a < 0 or length < 0 or length > size[p] - a or o < 0
+                        or length > room - o):
+                    invalid = True
+                    break
+                if length:
+                    memcpy(d + o, base[p] + a, length)
+                total += length
+    finally:
+        free(base)
+        free(size)
+    if invalid:
+        raise ValueError(
+            f"range {k} (part {p}, {a}, {length} bytes) does not fit its part or the output"
+        )
     return total
 
 

@@ -145,9 +145,11 @@ def shuffle_blocks(
             continue
         leave = rng.permutation(len(live_b))
         out, keep = leave[:going], leave[going:]
-        yield _gather(held, live_b[out], live_r[out], rng.permutation(len(out)))
+        yield _gather(held, live_b[out], live_r[out], np.arange(going))  # in the drawn order
         live_b, live_r = live_b[keep], live_r[keep]
-        ids, counts = np.unique(live_b, return_counts=True)
+        counts = np.bincount(live_b, minlength=next_id)
+        ids = np.flatnonzero(counts)
+        counts = counts[ids]
         held = {int(i): held[int(i)] for i in ids}  # blocks emptied are dropped
         if sum(b.n for b in held.values()) > 2 * (buffer + align) + block.n:  # compact the pool
             sizes = np.array([held[int(i)].n for i in ids])
@@ -199,46 +201,64 @@ class PlacedBatch(RecordBatch):
 
 def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, place: np.ndarray) -> Block:
     """The rows (ids[k], rows[k]) of the held blocks, row k at place[k] of the output.
-    Dense and bytes columns are copied once, straight into place; the others are gathered
-    per block, joined, and put in order."""
+    Bytes columns (the payloads of a shuffle pool) are copied from every block in one core
+    call, straight into place; dense columns per block, straight into place; the others
+    are gathered per block, joined, and put in order."""
     n = len(ids)
-    keys = ids - (int(ids.min()) if n else 0)
-    if n and int(keys.max()) < 1 << 16:  # numpy sorts 16-bit keys stably by radix sort
-        keys = keys.astype(np.uint16)
-    order = np.argsort(keys, kind="stable")
-    cuts = np.flatnonzero(np.diff(ids[order])) + 1
-    groups = [(int(ids[g[0]]), rows[g], place[g]) for g in np.split(order, cuts) if len(g)]
-    first = held[groups[0][0]].cols if groups else {}
+    first = held[int(ids[0])].cols if n else {}
     cols: Batch = {}
+    groups = None
     for name, sample in first.items():
+        if isinstance(sample, BytesColumn):
+            cols[name] = _gather_bytes(held, name, ids, rows, place)
+            continue
+        if groups is None:
+            groups = _groups(ids, rows, place)
         if isinstance(sample, np.ndarray):
             out = np.empty((n, *sample.shape[1:]), sample.dtype)
             for bid, r, p in groups:
                 out[p] = held[bid].cols[name][r]
             cols[name] = out
-        elif isinstance(sample, BytesColumn):  # values copied once, straight into place
-            lengths = np.empty(n, np.int64)
-            for bid, r, p in groups:
-                o = held[bid].cols[name].offsets
-                lengths[p] = o[r + 1] - o[r]
-            offsets = np.zeros(n + 1, np.int64)
-            np.cumsum(lengths, out=offsets[1:])
-            data = np.empty(int(offsets[-1]), np.uint8)
-            for bid, r, p in groups:
-                col = held[bid].cols[name]
-                starts = col.offsets[r]
-                framing.gather_ranges(col.data, starts, lengths[p], data, offsets[p])
-            cols[name] = BytesColumn._trusted(data, offsets)
         else:
             joined = concat_columns([take_column(held[bid].cols[name], r) for bid, r, _ in groups])
             placed = np.concatenate([p for _, _, p in groups])
             cols[name] = take_column(joined, np.argsort(placed))
-    picked = np.argsort(place)  # output row -> which pick it is
     wheres = {bid: b.where for bid, b in held.items()}
     known = all(w is not None for w in wheres.values())
 
     def where(r: int) -> tuple[str, int]:
-        k = int(picked[r])
+        k = int(np.flatnonzero(place == r)[0])  # which pick went to row r (for messages)
         return wheres[int(ids[k])](int(rows[k]))  # type: ignore[misc]
 
     return Block(cols, n, where=where if known else None)
+
+
+def _groups(ids: np.ndarray, rows: np.ndarray, place: np.ndarray) -> list:
+    """(block id, its rows, their places) for each block the picks come from."""
+    keys = ids - (int(ids.min()) if len(ids) else 0)
+    if len(ids) and int(keys.max()) < 1 << 16:  # numpy sorts 16-bit keys stably by radix sort
+        keys = keys.astype(np.uint16)
+    order = np.argsort(keys, kind="stable")
+    cuts = np.flatnonzero(np.diff(ids[order])) + 1
+    return [(int(ids[g[0]]), rows[g], place[g]) for g in np.split(order, cuts) if len(g)]
+
+
+def _gather_bytes(
+    held: dict[int, Block], name: str, ids: np.ndarray, rows: np.ndarray, place: np.ndarray
+) -> BytesColumn:
+    """Bytes column `name`: row rows[k] of block ids[k] to row place[k], in one core call."""
+    parts = [b.cols[name] for b in held.values()]
+    keys = np.fromiter(held, np.int64, len(held))
+    sorter = np.argsort(keys)
+    which = sorter[np.searchsorted(keys, ids, sorter=sorter)]  # the part of each pick
+    firsts = np.cumsum([0, *[len(c.offsets) for c in parts]])
+    offsets = np.concatenate([c.offsets for c in parts])
+    at = firsts[which] + rows
+    starts = offsets[at]
+    lengths = offsets[at + 1] - starts
+    out_offsets = np.zeros(len(ids) + 1, np.int64)
+    out_offsets[place + 1] = lengths
+    np.cumsum(out_offsets, out=out_offsets)
+    data = np.empty(int(out_offsets[-1]), np.uint8)
+    framing.gather_parts([c.data for c in parts], which, starts, lengths, data, out_offsets[place])
+    return BytesColumn._trusted(data, out_offsets)

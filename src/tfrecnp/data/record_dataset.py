@@ -42,10 +42,12 @@ SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size ...
 SAMPLE_BYTES = 32 << 20  # ... or fewer, to stay within about this many payload bytes
 SHUFFLE_READ_BLOCKS = 16  # shuffle=True reads this many blocks' records at once, in file order
 CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
-# Records this large (mean frame bytes) are read a block ahead in a thread of their own:
-# reading them (copies, CRCs) costs as much as decoding (measured: 64x64 float32 tensors
-# 1.5-1.9x faster at batch 32 and 1024; token lists and small numeric records, where
-# decoding dominates, slower by a thread hand-off and a core less for decoding).
+# With prefetch, the next block is read in a thread of its own while the last one decodes
+# when reading costs about as much as decoding: shuffled (the pool's gather, positioned
+# reads) or records of READ_AHEAD_BYTES and more (copies and CRCs of tensors, images).
+# Measured: 64x64 float32 tensors 1.5-1.9x faster at batch 32 and 1024, shuffle=10_000 on
+# small records 1.3-1.6x, shuffle=True 1.4x; an unshuffled stream of small records, where
+# decoding dominates, a little slower (a thread hand-off, a core less for decoding).
 READ_AHEAD_BYTES = 4 << 10
 
 
@@ -206,21 +208,20 @@ class RecordDataset(Dataset):
             raw = self._interleaved(block, rng)
         else:
             raw = self._stream_batches(block)
-        read = raw
-        if ahead and self._mean_record_bytes() >= READ_AHEAD_BYTES:
-            read = run_ahead(raw, 1)  # the next block is read while this one decodes ...
+        batches = raw
+        if shuffle is not True and shuffle:  # shuffle payloads, then decode
+            batches = shuffle_records(raw, int(shuffle), rng, block)
+        if ahead and (shuffle or self._mean_record_bytes() >= READ_AHEAD_BYTES):
+            batches = run_ahead(batches, 1)  # the next block is read while this one decodes,
             if threads is None:  # ... and decoding takes the other cores
                 threads = max(1, CPUS - 1)
-        batches = read
-        if shuffle is not True and shuffle:  # shuffle payloads (in this thread), then decode
-            batches = shuffle_records(read, int(shuffle), rng, block)
         try:
             for r in batches:
                 cols, r = self._decode_kept(r, threads)
                 yield Block(cols, len(r), int(r.offsets[-1]), r.locator())
         finally:
-            for part in (batches, read, raw):
-                part.close()  # type: ignore[attr-defined]
+            batches.close()  # type: ignore[attr-defined]
+            raw.close()
 
     def _file_pieces(self) -> list[tuple[int, int, int]]:
         """(file, first, last) record numbers within each file for this view's range."""
