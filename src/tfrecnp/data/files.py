@@ -32,6 +32,7 @@ import numpy as np
 
 from .._core import framing
 from .._util import fs
+from .._util.spares import Spares
 from .._util.text import format_count
 from ..errors import SALVAGE_HINT, CorruptRecordError, TFRecordError
 from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
@@ -74,12 +75,13 @@ class Files:
         self._lock_ = threading.Lock()
         self._handles: OrderedDict[int, Any] = OrderedDict()
         self._busy: dict[int, int] = {}
+        self.spares = Spares()  # the read buffers of a pass, reused by the next
 
     def __getstate__(self) -> dict:
         """Pickles paths, options and the index built so far (so workers need not rescan);
         not the lock or the open files, which belong to this process."""
         state = self.__dict__.copy()
-        for name in ("_pid", "_lock_", "_handles", "_busy"):
+        for name in ("_pid", "_lock_", "_handles", "_busy", "spares"):
             del state[name]
         return state
 
@@ -129,10 +131,12 @@ class Files:
             self._busy[f] -= 1
 
     def close(self) -> None:
-        """Close the kept file handles (they reopen on the next read)."""
+        """Close the kept file handles (they reopen on the next read) and let the kept read
+        buffers go."""
         with self._lock:
             while self._handles:
                 self._handles.popitem()[1].close()
+        self.spares.clear()
 
     def file_index(self, f: int) -> tuple[np.ndarray, np.ndarray]:
         """(frame offsets, payload lengths) of file f, scanned on first need (or read from

@@ -245,6 +245,7 @@ class RecordDataset(Dataset):
                 compression=files.compression,
                 verify_crc=files.verify_crc,
                 on_error=files.on_error,
+                spares=files.spares,
             )
             try:
                 yield from reader.batches(batch_size)
@@ -277,6 +278,7 @@ class RecordDataset(Dataset):
             compression=files.kinds[f],
             verify_crc=files.verify_crc,
             on_error=files.on_error,
+            spares=files.spares,
         )
         seen = 0
         try:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import functools
 import itertools
 import os
-import sys
 import warnings
 import zlib
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ import numpy as np
 
 from .._core import framing
 from .._util import fs
+from .._util.spares import Spares
 from .._util.text import format_count, format_size
 from ..errors import SALVAGE_HINT, CorruptRecordError, CorruptRecordWarning
 from .compression import DecompressingReader, detect_compression, normalize_compression
@@ -235,7 +235,8 @@ class RecordReader:
     past damage; what was skipped is listed in `corruptions`. max_record_bytes (default
     1 GiB) bounds the memory one record may take: a header claiming more is damage, refused
     before its bytes are fetched (records within the 1 MiB read buffer are taken as they
-    are); raise it for larger records.
+    are); raise it for larger records. spares: where batch buffers are lent from and come
+    back to (a Dataset passes its own, so that a pass reuses the pages of the last).
     """
 
     def __init__(
@@ -247,6 +248,7 @@ class RecordReader:
         on_error: OnError = "raise",
         storage_options: dict | None = None,
         max_record_bytes: int = MAX_RECORD_BYTES,
+        spares: Spares | None = None,
     ):
         self.paths = expand_paths(paths, storage_options)
         self.compression = normalize_compression(compression)
@@ -255,6 +257,7 @@ class RecordReader:
         if max_record_bytes < 0:
             raise ValueError(f"max_record_bytes must be >= 0, not {max_record_bytes}")
         self.max_record_bytes = max_record_bytes
+        self.spares = spares
         self.corruptions: list[CorruptRecordError] = []
 
     def __iter__(self) -> Iterator[bytes]:
@@ -280,7 +283,7 @@ class RecordReader:
         """Batches of exactly batch_size records (the last may be short), across files."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-        batch = _BatchBuilder(batch_size)
+        batch = _BatchBuilder(batch_size, self.spares)
         later = np.cumsum([_size_or_zero(p) for p in reversed(self.paths)])[::-1].tolist()
         try:
             for k, path in enumerate(self.paths):
@@ -307,7 +310,7 @@ class RecordReader:
         """Batches of the records whose frames fill bytes start..stop of one uncompressed
         file, numbered from record `first` in errors: a share of a large file (a Ray read
         task's), found from its index."""
-        batch = _BatchBuilder(batch_size)
+        batch = _BatchBuilder(batch_size, self.spares)
         try:
             yield from self._walk(path, batch, (start, stop), first)
         except CorruptRecordError:
@@ -378,19 +381,17 @@ class _BatchBuilder:
     The buffer is sized from the records seen so far (average payload x records still to
     come, plus 1/16), never beyond the bytes left in the files for uncompressed input; a
     wrong guess costs one copy when it grows. A full batch is handed out and the builder
-    starts another buffer. Buffers handed out are kept in a small pool and reused only
-    once nothing else refers to them (the consumer dropped the batch and every view of
-    it), so nothing a consumer can see is written again, and the steady state allocates
-    nothing: fresh pages would cost a page fault and zeroing each.
+    starts another buffer. Buffers handed out are lent from `spares` and reused only once
+    nothing else refers to them (the consumer dropped the batch and every view of it), so
+    nothing a consumer can see is written again, and the steady state allocates nothing:
+    fresh pages would cost a page fault and zeroing each.
     """
 
-    POOL = 3  # earlier batch buffers kept for reuse (a consumer often holds one or two)
-
-    def __init__(self, size: int):
+    def __init__(self, size: int, spares: Spares | None = None):
         self.size = size
         self.later_bytes = 0  # bytes of the files after the current one
         self.seen_records = self.seen_bytes = 0
-        self.pool: list[np.ndarray] = []
+        self.spares = spares if spares is not None else Spares(limit=3)
         self._start()
 
     def _start(self) -> None:
@@ -462,42 +463,21 @@ class _BatchBuilder:
         need = self.used + length
         capacity = need + max(guess, 0)
         if self.data is None:
-            reused = self._recycle(need, need + guess * 16 // 17)
+            reused = self.spares.take(max(need, need + guess * 16 // 17))
             self.data = reused if reused is not None else np.empty(capacity, np.uint8)
             return
         grown = np.empty(max(capacity, len(self.data) * 3 // 2), np.uint8)
         grown[: self.used] = self.data[: self.used]
         self.data = grown
 
-    def _recycle(self, need: int, expect: int) -> np.ndarray | None:
-        """A pooled buffer nobody else refers to, when one holds `expect` bytes (`need`
-        at least); a free one that is too small is let go."""
-        for k in range(len(self.pool) if _POOLING else 0):
-            if _references(self.pool, k) == _FREE_REFERENCES:
-                buffer = self.pool.pop(k)
-                return buffer if len(buffer) >= max(need, expect) else None
-        return None
-
     def take(self) -> RecordBatch:
         """The batch so far (the builder starts afresh)."""
         if self.data is not None:
-            self.pool.append(self.data)
-            if len(self.pool) > self.POOL:
-                del self.pool[0]
+            self.spares.lend(self.data)
         data = self.data[: self.used] if self.data is not None else np.empty(0, np.uint8)
         batch = RecordBatch(data, self.offsets[: self.n + 1], tuple(self.origins))
         self._start()
         return batch
-
-
-def _references(pool: list, k: int) -> int:
-    return sys.getrefcount(pool[k])
-
-
-# A pooled buffer is free when only the pool refers to it; the count that means "free" is
-# measured here rather than assumed. Builds without the GIL do not pool.
-_FREE_REFERENCES = _references([np.empty(1, np.uint8)], 0)
-_POOLING = getattr(sys, "_is_gil_enabled", lambda: True)()
 
 
 class _Headers:

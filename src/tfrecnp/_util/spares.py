@@ -1,0 +1,66 @@
+"""Byte buffers kept for reuse, so that a pass over big records writes into the pages of the
+last one instead of fresh pages.
+
+A fresh page costs a fault and a zeroing by the kernel, and the C library hands large
+buffers back to the system as soon as they are freed, so every block of a pass over 16 KiB
+tensors through a shuffle buffer got fresh pages: measured, a third of the time, and a
+1.5x slower pass than with the buffers of the last pass reused.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import numpy as np
+
+
+class Spares:
+    """Buffers lent out and taken back once nothing else refers to them.
+
+    `lend(buf)` lists a buffer handed to a consumer; `take(n)` returns a listed buffer of n
+    to 4n bytes that only this list refers to (its reference count says so: a consumer
+    holding any view of it keeps it), or None. Free buffers that are too small stay for a
+    smaller request; past `limit` buffers the oldest free one is let go. So the memory kept
+    is what the consumers held at once, at most; `clear()` lets it all go. Thread-safe.
+    """
+
+    def __init__(self, limit: int = 256):
+        self.limit = limit
+        self._buffers: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> np.ndarray | None:
+        if not _POOLING:
+            return None
+        with self._lock:
+            buffers = self._buffers
+            for k in range(len(buffers)):
+                size = len(buffers[k])
+                if nbytes <= size <= 4 * nbytes and _references(buffers, k) == _FREE_REFERENCES:
+                    return buffers.pop(k)
+        return None
+
+    def lend(self, buffer: np.ndarray) -> None:
+        with self._lock:
+            buffers = self._buffers
+            buffers.append(buffer)
+            if len(buffers) > self.limit:
+                free = (
+                    k for k in range(len(buffers)) if _references(buffers, k) == _FREE_REFERENCES
+                )
+                del buffers[next(free, 0)]  # the oldest free one, else the oldest
+
+    def clear(self) -> None:
+        with self._lock:
+            self._buffers.clear()
+
+
+def _references(buffers: list, k: int) -> int:
+    return sys.getrefcount(buffers[k])
+
+
+# A listed buffer is free when only the list refers to it; the count that means "free" is
+# measured here rather than assumed. Builds without the GIL do not reuse buffers.
+_FREE_REFERENCES = _references([np.empty(1, np.uint8)], 0)
+_POOLING = getattr(sys, "_is_gil_enabled", lambda: True)()

@@ -1,0 +1,78 @@
+"""Read buffers reused across passes: never while a consumer still holds any view of one."""
+
+import numpy as np
+
+import tfrecnp as tn
+from tfrecnp._util.spares import Spares
+
+
+def test_a_lent_buffer_comes_back_only_when_nothing_refers_to_it():
+    spares = Spares()
+    buf = np.zeros(1000, np.uint8)
+    spares.lend(buf)
+    view = buf[10:20]
+    del buf
+    assert spares.take(900) is None  # a view keeps it
+    del view
+    assert spares.take(2000) is None  # too small
+    assert spares.take(100) is None  # more than 4x what is asked for
+    got = spares.take(900)
+    assert got is not None and len(got) == 1000
+    assert spares.take(900) is None  # taken: no longer listed
+
+
+def test_past_the_limit_the_oldest_free_buffer_goes():
+    spares = Spares(limit=2)
+    held = np.zeros(10, np.uint8)
+    spares.lend(held)
+    spares.lend(np.zeros(100, np.uint8))
+    spares.lend(np.zeros(1000, np.uint8))  # the 100-byte one (the oldest free) is let go
+    assert spares.take(100) is None
+    assert len(spares.take(1000)) == 1000
+    spares.clear()
+    del held
+
+
+def test_a_pass_never_writes_into_payloads_a_consumer_still_holds(tmp_path):
+    path = tmp_path / "r.tfrecord"
+    payloads = [bytes([i % 251]) * (1000 + i) for i in range(600)]
+    with tn.RecordWriter(path) as w:
+        for p in payloads:
+            w.write(p)
+    spares = Spares()
+    held = list(tn.RecordReader(path, spares=spares).batches(100))  # views of lent buffers
+    assert spares._buffers
+    for _ in range(3):  # the next passes take only what nobody holds
+        again = [p for b in tn.RecordReader(path, spares=spares).batches(100) for p in b]
+        assert again == payloads
+    assert [p for b in held for p in b] == payloads
+    del held
+    taken = spares.take(50_000)
+    assert taken is not None  # once dropped, the buffers come back
+
+
+def test_a_second_pass_leaves_the_batches_of_the_first_intact(tmp_path):
+    rng = np.random.default_rng(0)
+    data = rng.random((3000, 512), dtype=np.float32)  # 2 KiB records: several read buffers
+    path = tmp_path / "x.tfrecord"
+    tn.write(path, {"x": data, "i": np.arange(3000)})
+    ds = tn.open(path, {"x": tn.FixedLen((512,), "float32"), "i": tn.FixedLen((), "int64")})
+    for shuffle in (False, 500):
+        first = list(ds.batches(64, shuffle=shuffle, seed=1))  # held while the next runs
+        kept = [{k: np.array(v) for k, v in b.items()} for b in first]
+        assert ds._files.spares._buffers  # the pass lent its read buffers
+        second = list(ds.batches(64, shuffle=shuffle, seed=1))
+        for a, b, c in zip(first, kept, second, strict=True):
+            for name in a:
+                assert np.array_equal(a[name], b[name])  # not written over by the second pass
+                assert np.array_equal(a[name], c[name])
+        assert np.array_equal(
+            np.concatenate([b["x"] for b in kept])[
+                np.argsort(np.concatenate([b["i"] for b in kept]))
+            ],
+            data,
+        )
+        del first, second
+        assert sum(1 for _ in ds.batches(64, shuffle=shuffle, seed=1)) == 47
+    ds.close()
+    assert not ds._files.spares._buffers
