@@ -163,3 +163,31 @@ def test_a_shard_that_cannot_be_published_takes_back_the_others(tmp_path):
         tn.write(tmp_path / "data.tfrecord", {"x": np.arange(4)}, records_per_shard=2,
                  index=True, progress=False)  # fmt: skip
     assert os.listdir(tmp_path) == ["data-00001-of-00002.tfrecord"]
+
+
+def test_ctrl_c_while_a_lazy_import_makes_a_class_is_reported_as_an_interrupt(
+    monkeypatch, capsys, tmp_path
+):
+    # Python 3.11 wraps a KeyboardInterrupt raised in __set_name__ (while a module imported
+    # lazily, such as zarr, makes its classes) in RuntimeError; seen once in the test above
+    import importlib
+
+    cli = importlib.import_module("tfrecnp.cli.main")  # (tfrecnp.cli.main is also a function)
+
+    class Interrupted:
+        def __set_name__(self, owner, name):
+            raise KeyboardInterrupt
+
+    def convert(args):
+        type("Metadata", (), {"field": Interrupted()})
+
+    monkeypatch.setattr(cli, "cmd_convert", convert)
+    assert cli.main(["convert", str(tmp_path / "a.tfrecord"), str(tmp_path / "out")]) == 130
+    assert "interrupted; nothing that looks complete was left" in capsys.readouterr().err
+
+    def broken(args):
+        raise RuntimeError("something else")
+
+    monkeypatch.setattr(cli, "cmd_convert", broken)
+    with pytest.raises(RuntimeError, match="something else"):
+        cli.main(["convert", str(tmp_path / "a.tfrecord"), str(tmp_path / "out")])

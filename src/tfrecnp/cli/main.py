@@ -819,11 +819,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except KeyboardInterrupt:  # Ctrl-C: outputs were built under hidden names and removed
-        print(
-            f"tfrecnp {args.command}: interrupted; nothing that looks complete was left",
-            file=sys.stderr,
-        )
-        return 130  # 128 + SIGINT, as shells report it
+        return _interrupted(args.command)
+    except RuntimeError as e:  # Python 3.11 wraps a Ctrl-C that lands while a class is made
+        if isinstance(e.__cause__, KeyboardInterrupt):  # (say, in a lazy `import zarr`)
+            return _interrupted(args.command)
+        raise
+
+
+def _interrupted(command: str) -> int:
+    print(f"tfrecnp {command}: interrupted; nothing that looks complete was left", file=sys.stderr)
+    return 130  # 128 + SIGINT, as shells report it
 
 
 if __name__ == "__main__":
