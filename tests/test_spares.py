@@ -14,11 +14,17 @@ def test_a_lent_buffer_comes_back_only_when_nothing_refers_to_it():
     del buf
     assert spares.take(900) is None  # a view keeps it
     del view
-    assert spares.take(2000) is None  # too small
-    assert spares.take(100) is None  # more than 4x what is asked for
     got = spares.take(900)
     assert got is not None and len(got) == 1000
     assert spares.take(900) is None  # taken: no longer listed
+
+
+def test_free_buffers_of_another_size_are_let_go():
+    spares = Spares()
+    for size in (100, 1000, 10_000):
+        spares.lend(np.zeros(size, np.uint8))
+    assert len(spares.take(3000)) == 10_000  # 100 and 1000 bytes: too small, let go
+    assert spares.take(10) is None and not spares._buffers
 
 
 def test_past_the_limit_the_oldest_free_buffer_goes():
@@ -27,7 +33,7 @@ def test_past_the_limit_the_oldest_free_buffer_goes():
     spares.lend(held)
     spares.lend(np.zeros(100, np.uint8))
     spares.lend(np.zeros(1000, np.uint8))  # the 100-byte one (the oldest free) is let go
-    assert spares.take(100) is None
+    assert [len(b) for b in spares._buffers] == [10, 1000]
     assert len(spares.take(1000)) == 1000
     spares.clear()
     del held

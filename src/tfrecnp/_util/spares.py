@@ -14,15 +14,17 @@ import threading
 
 import numpy as np
 
+SMALL_BYTES = 1 << 20
+
 
 class Spares:
     """Buffers lent out and taken back once nothing else refers to them.
 
     `lend(buf)` lists a buffer handed to a consumer; `take(n)` returns a listed buffer of n
     to 4n bytes that only this list refers to (its reference count says so: a consumer
-    holding any view of it keeps it), or None. Free buffers that are too small stay for a
-    smaller request; past `limit` buffers the oldest free one is let go. So the memory kept
-    is what the consumers held at once, at most; `clear()` lets it all go. Thread-safe.
+    holding any view of it keeps it), or None, and lets go the free ones of other sizes it
+    passes; past `limit` buffers the oldest free one is let go. So the memory kept is what
+    the consumers held at once, at most; `clear()` lets it all go. Thread-safe.
     """
 
     def __init__(self, limit: int = 256):
@@ -35,11 +37,27 @@ class Spares:
             return None
         with self._lock:
             buffers = self._buffers
-            for k in range(len(buffers)):
-                size = len(buffers[k])
-                if nbytes <= size <= 4 * nbytes and _references(buffers, k) == _FREE_REFERENCES:
+            k = 0
+            while k < len(buffers):
+                if _references(buffers, k) != _FREE_REFERENCES:
+                    k += 1
+                elif nbytes <= len(buffers[k]) <= 4 * nbytes:
                     return buffers.pop(k)
+                else:  # free but of another size: a pass of other batch sizes has begun
+                    del buffers[k]
         return None
+
+    def empty(self, nbytes: int) -> np.ndarray:
+        """nbytes of a free listed buffer, else of a fresh one, lent at once: it comes back
+        when the array returned and every view of it are gone. Small buffers (under
+        SMALL_BYTES, which the C library recycles itself) are always fresh."""
+        if nbytes < SMALL_BYTES:
+            return np.empty(nbytes, np.uint8)
+        buffer = self.take(nbytes)
+        if buffer is None:
+            buffer = np.empty(nbytes, np.uint8)
+        self.lend(buffer)
+        return buffer[:nbytes]
 
     def lend(self, buffer: np.ndarray) -> None:
         with self._lock:

@@ -387,7 +387,7 @@ def read_runs(files: Files, f: int, parts: list[memoryview], offsets: list[int])
 def read_span(files: Files, f: int, a: int, b: int) -> Frames:
     """Records a..b (numbers within file f), their frames laid back to back."""
     _, ln = files.file_index(f)
-    buf = np.empty(int(ln[a:b].sum()) + 16 * (b - a), np.uint8)
+    buf = files.spares.empty(int(ln[a:b].sum()) + 16 * (b - a))
     starts = _read_frames(files, f, a, b, memoryview(buf))
     locs = (f << LOC_BITS) + np.arange(a, b, dtype=np.int64)
     frames = Frames(buf, starts[:-1], ln[a:b].copy(), locs)
@@ -416,7 +416,7 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
             first, count = _runs(uniq, same & (gap == 0))  # sparse: read only what was asked
     every = _ranges(first, count)
     sizes = files.lengths[every] + 16
-    buf = np.empty(int(sizes.sum()), np.uint8)
+    buf = files.spares.empty(int(sizes.sum()))
     view = memoryview(buf)
     starts = np.zeros(len(every) + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])

@@ -43,7 +43,7 @@ def gather(files: Files, parts: list[tuple[Frames, np.ndarray | None]]) -> Recor
         picks.append((frames, sel))
     total = sum(int(fr.lengths[s].sum()) for fr, s in picks)
     rows = sum(len(s) for _, s in picks)
-    data = np.empty(total, np.uint8)
+    data = files.spares.empty(total)
     offsets = np.empty(rows + 1, np.int64)
     offsets[0] = 0
     locs = np.empty(rows, np.int64)
