@@ -42,13 +42,14 @@ SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size ...
 SAMPLE_BYTES = 32 << 20  # ... or fewer, to stay within about this many payload bytes
 SHUFFLE_READ_BLOCKS = 16  # shuffle=True reads this many blocks' records at once, in file order
 CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
-# With prefetch, the next block is read in a thread of its own while the last one decodes
-# when reading costs about as much as decoding: shuffled (the pool's gather, positioned
-# reads) or records of READ_AHEAD_BYTES and more (copies and CRCs of tensors, images).
-# Measured: 64x64 float32 tensors 1.5-1.9x faster at batch 32 and 1024, shuffle=10_000 on
-# small records 1.3-1.6x, shuffle=True 1.4x; an unshuffled stream of small records, where
-# decoding dominates, a little slower (a thread hand-off, a core less for decoding).
-READ_AHEAD_BYTES = 4 << 10
+# With prefetch, the next block is read in a thread of its own while the last one decodes.
+# Where reading weighs about as much as decoding (shuffled: the pool's gather, positioned
+# reads; records of BIG_RECORD_BYTES and more: copies and CRCs of tensors, images),
+# decoding leaves that thread a core; else decoding takes them all. Measured against
+# reading inline: 64x64 float32 tensors 1.5-1.9x faster at batch 32 and 1024 (with all
+# cores decoding, 1.0x); small records shuffle=10_000 1.3-1.6x, shuffle=True 1.4x,
+# unshuffled 1.0-1.35x (with a core less for decoding, tokens at batch 1024 0.65x).
+BIG_RECORD_BYTES = 4 << 10
 
 
 class RecordDataset(Dataset):
@@ -211,10 +212,10 @@ class RecordDataset(Dataset):
         batches = raw
         if shuffle is not True and shuffle:  # shuffle payloads, then decode
             batches = shuffle_records(raw, int(shuffle), rng, block)
-        if ahead and (shuffle or self._mean_record_bytes() >= READ_AHEAD_BYTES):
-            batches = run_ahead(batches, 1)  # the next block is read while this one decodes,
-            if threads is None:  # ... and decoding takes the other cores
-                threads = max(1, CPUS - 1)
+        if ahead:  # the next block is read while this one decodes
+            batches = run_ahead(batches, 1)
+            if threads is None and (shuffle or self._mean_record_bytes() >= BIG_RECORD_BYTES):
+                threads = max(1, CPUS - 1)  # reading is busy: decoding takes the other cores
         try:
             for r in batches:
                 cols, r = self._decode_kept(r, threads)
