@@ -22,8 +22,8 @@ class Spares:
 
     `lend(buf)` lists a buffer handed to a consumer; `take(n)` returns a listed buffer of n
     to 4n bytes that only this list refers to (its reference count says so: a consumer
-    holding any view of it keeps it), or None, and lets go the free ones of other sizes it
-    passes; past `limit` buffers the oldest free one is let go. So the memory kept is what
+    holding any view of it keeps it), or None, and lets go the free ones too small for it
+    that it passes; past `limit` buffers the oldest free one is let go. So the memory kept is what
     the consumers held at once, at most; `clear()` lets it all go. Thread-safe.
     """
 
@@ -39,11 +39,12 @@ class Spares:
             buffers = self._buffers
             k = 0
             while k < len(buffers):
-                if _references(buffers, k) != _FREE_REFERENCES:
+                size = len(buffers[k])
+                if size > 4 * nbytes or _references(buffers, k) != _FREE_REFERENCES:
                     k += 1
-                elif nbytes <= len(buffers[k]) <= 4 * nbytes:
+                elif size >= nbytes:
                     return buffers.pop(k)
-                else:  # free but of another size: a pass of other batch sizes has begun
+                else:  # free and too small: the batches of this pass are larger
                     del buffers[k]
         return None
 
