@@ -157,7 +157,9 @@ def test_to_tf_stopped_early(files, tf):
     data = ds.to_tf(64)
     for batch in data:
         assert batch["x"].shape == (64, 8)
-        assert _ours() - before and _open_files(files)  # mid-pass
+        # mid-pass: reading threads run (tf.data's own prefetch may have drawn every block
+        # already, and the files been closed)
+        assert _ours() - before
         break
     assert len(list(data.take(3))) == 3  # a second pass, stopped by take
     del data, batch

@@ -191,3 +191,19 @@ def test_ctrl_c_while_a_lazy_import_makes_a_class_is_reported_as_an_interrupt(
     monkeypatch.setattr(cli, "cmd_convert", broken)
     with pytest.raises(RuntimeError, match="something else"):
         cli.main(["convert", str(tmp_path / "a.tfrecord"), str(tmp_path / "out")])
+
+
+def test_ctrl_c_during_a_lazy_import_stays_a_keyboard_interrupt(tmp_path, monkeypatch):
+    # what `import zarr` did when Ctrl-C landed while zarr made a class (Python 3.11)
+    from tfrecnp._util.optional import require
+
+    (tmp_path / "interrupted_module.py").write_text(
+        "class Field:\n"
+        "    def __set_name__(self, owner, name):\n"
+        "        raise KeyboardInterrupt\n"
+        "class Metadata:\n"
+        "    attributes = Field()\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(KeyboardInterrupt):
+        require("interrupted_module", "zarr")

@@ -19,3 +19,7 @@ def require(module: str, extra: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError:
         raise install_hint(module.split(".")[0], extra) from None
+    except RuntimeError as e:  # Python 3.11 wraps a Ctrl-C that lands while the module
+        if isinstance(e.__cause__, KeyboardInterrupt):  # makes a class (in __set_name__)
+            raise e.__cause__ from None
+        raise

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._util import fs
-from .._util.optional import install_hint
+from .._util.optional import require
 from .._util.text import format_count
 from ..errors import TFRecordError
 from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
@@ -288,10 +288,7 @@ def _load_npz(path: str) -> Arrays:
 
 
 def _load_hdf5(path: str) -> Arrays:
-    try:
-        import h5py
-    except ImportError:
-        raise install_hint("h5py", "hdf5") from None
+    h5py = require("h5py", "hdf5")
     f = h5py.File(path, "r")
     try:
         text = f.attrs.get("tfrecnp")
@@ -307,10 +304,7 @@ def _load_hdf5(path: str) -> Arrays:
 
 
 def _load_zarr(path: str) -> Arrays:
-    try:
-        import zarr
-    except ImportError:
-        raise install_hint("zarr", "zarr") from None
+    zarr = require("zarr", "zarr")
     try:
         group = zarr.open_group(path, mode="r")
     except Exception as e:  # a lone Zarr array (not a group), or not Zarr at all

@@ -46,7 +46,7 @@ import numpy as np
 
 from .._util import fs
 from .._util.atomic import CloseOrAbort, deferred_interrupt, hidden_sibling
-from .._util.optional import install_hint
+from .._util.optional import require
 from ..errors import SchemaError
 from ..example.columns import BytesColumn, Column, Ragged
 from ..example.spec import spec_to_json
@@ -466,16 +466,10 @@ class ArraySink(CloseOrAbort):
             self._folder = self.tmp if self.format == "npy" else self.tmp + ".d"
             os.mkdir(self._folder)
         elif self.format == "hdf5":
-            try:
-                import h5py
-            except ImportError:
-                raise install_hint("h5py", "hdf5") from None
+            h5py = require("h5py", "hdf5")
             self._h5 = h5py.File(self.tmp, "w")
         else:
-            try:
-                import zarr
-            except ImportError:
-                raise install_hint("zarr", "zarr") from None
+            zarr = require("zarr", "zarr")
             self._zarr_io = ThreadPoolExecutor(1, thread_name_prefix="tfrecnp-zarr")
             self._zarr = self._zarr_call(zarr.open_group, self.tmp, mode="w", zarr_format=3)
 

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .._util.memory import page_releaser
-from .._util.optional import install_hint
+from .._util.optional import require
 from .._util.text import format_size
 from ..errors import SchemaError
 from ..example.columns import BytesColumn, Ragged, check_lengths
@@ -248,10 +248,7 @@ def _saved_by_tfrecnp(path: str, fmt: str):
         except (OSError, ValueError):
             ours = False
     elif fmt == "hdf5":
-        try:
-            import h5py
-        except ImportError:
-            raise install_hint("h5py", "hdf5") from None
+        h5py = require("h5py", "hdf5")
         with h5py.File(path, "r") as f:
             ours = "tfrecnp" in f.attrs
     else:
@@ -413,10 +410,7 @@ class _ZipMember:
 
 
 def _open_hdf5(path: str, keys: list[str] | None, closers: list) -> dict[str, Any]:
-    try:
-        import h5py
-    except ImportError:
-        raise install_hint("h5py", "hdf5") from None
+    h5py = require("h5py", "hdf5")
     f = h5py.File(path, "r")
     closers.append(f.close)
     if keys is not None:
@@ -467,10 +461,7 @@ def _hdf5_names(f, h5py) -> list[str]:
 
 
 def _open_zarr(path: str, keys: list[str] | None) -> dict[str, Any]:
-    try:
-        import zarr
-    except ImportError:
-        raise install_hint("zarr", "zarr") from None
+    zarr = require("zarr", "zarr")
     root = zarr.open(path, mode="r")
     if isinstance(root, zarr.Array):
         if keys is not None:

@@ -45,10 +45,12 @@ CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
 # With prefetch, the next block is read in a thread of its own while the last one decodes.
 # Where reading weighs about as much as decoding (shuffled: the pool's gather, positioned
 # reads; records of BIG_RECORD_BYTES and more: copies and CRCs of tensors, images),
-# decoding leaves that thread a core; else decoding takes them all. Measured against
-# reading inline: 64x64 float32 tensors 1.5-1.9x faster at batch 32 and 1024 (with all
-# cores decoding, 1.0x); small records shuffle=10_000 1.3-1.6x, shuffle=True 1.4x,
-# unshuffled 1.0-1.35x (with a core less for decoding, tokens at batch 1024 0.65x).
+# decoding leaves that thread a core; else decoding takes them all. A shuffle pool draws on
+# the lighter side: in the reading thread for small records, in the decoding one for big.
+# Measured against reading inline: 64x64 float32 tensors 1.5-1.9x faster at batch 32 and
+# 1024 (with all cores decoding, 1.0x); small records shuffle=10_000 1.3-1.6x, shuffle=True
+# 1.4x, unshuffled 1.0-1.35x (with a core less for decoding, tokens at batch 1024 0.65x).
+# The pool on the other side: 16 KiB tensors 0.5-0.85x, small records 0.65-0.75x.
 BIG_RECORD_BYTES = 4 << 10
 
 
@@ -209,20 +211,24 @@ class RecordDataset(Dataset):
             raw = self._interleaved(block, rng)
         else:
             raw = self._stream_batches(block)
-        batches = raw
-        if shuffle is not True and shuffle:  # shuffle payloads, then decode
-            batches = shuffle_records(raw, int(shuffle), rng, block)
+        pool = shuffle is not True and bool(shuffle)  # shuffle payloads, then decode
+        big = ahead and self._mean_record_bytes() >= BIG_RECORD_BYTES
+        stages = [raw]
+        if pool and not big:  # the pool draws in the reading thread: decoding weighs more
+            stages.append(shuffle_records(stages[-1], int(shuffle), rng, block))
         if ahead:  # the next block is read while this one decodes
-            batches = run_ahead(batches, 1)
-            if threads is None and (shuffle or self._mean_record_bytes() >= BIG_RECORD_BYTES):
+            stages.append(run_ahead(stages[-1], 1))
+            if threads is None and (shuffle or big):
                 threads = max(1, CPUS - 1)  # reading is busy: decoding takes the other cores
+        if pool and big:  # the pool draws in this thread: reading big records weighs more
+            stages.append(shuffle_records(stages[-1], int(shuffle), rng, block))
         try:
-            for r in batches:
+            for r in stages[-1]:
                 cols, r = self._decode_kept(r, threads)
                 yield Block(cols, len(r), int(r.offsets[-1]), r.locator())
         finally:
-            batches.close()  # type: ignore[attr-defined]
-            raw.close()
+            for stage in reversed(stages):
+                stage.close()  # type: ignore[attr-defined]
 
     def _file_pieces(self) -> list[tuple[int, int, int]]:
         """(file, first, last) record numbers within each file for this view's range."""
