@@ -83,3 +83,21 @@ def test_a_second_pass_leaves_the_batches_of_the_first_intact(tmp_path):
         assert sum(1 for _ in ds.batches(64, shuffle=shuffle, seed=1)) == 47
     ds.close()
     assert not ds._files.spares._buffers
+
+
+def test_decoded_batches_a_caller_holds_are_never_written_again(tmp_path):
+    from tfrecnp.example.decode import Decoder
+
+    rng = np.random.default_rng(0)
+    decoder = Decoder({"t": tn.FixedLen((64, 64), "float32")})  # outputs of 1.6 MiB
+    held = []
+    for k in range(6):
+        x = rng.random((100, 64, 64), dtype=np.float32)
+        tn.write(tmp_path / f"{k}.tfrecord", {"t": x}, progress=False)
+        records = next(tn.RecordReader(tmp_path / f"{k}.tfrecord").batches(100))
+        held.append((decoder.decode(records)["t"], x))  # held by the caller
+        for _ in range(2):
+            decoder.decode(records)  # dropped at once: its pages serve the next decode
+    assert decoder._spares._buffers
+    for out, x in held:
+        assert np.array_equal(out, x)

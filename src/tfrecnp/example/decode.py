@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._core import decode as _core
+from .._util.spares import SMALL_BYTES, Spares
 from .._util.text import format_count, format_shape
 from ..errors import CorruptRecordError, SchemaError
 from ..format.reader import RecordBatch
@@ -230,6 +231,9 @@ class Decoder:
             None if None in ones else list(zip([c.name for c in self._features], ones, strict=True))
         )
         self._local = threading.local()
+        # big fixed-size outputs, reused once their batches are dropped; a few blocks' worth
+        # (what a pass holds at once), so a whole dataset decoded and joined keeps no copy
+        self._spares = Spares(limit=8)
         feats = self._features
         self._plan = _core.Plan(
             [c.name.encode(*NAME_ENCODING) for c in feats],
@@ -389,7 +393,7 @@ class Decoder:
             inner = np.empty(steps_total + 1, np.int64)
             inner[0] = 0
         if op == "dense":
-            values = np.empty((n, *spec.shape), _WIRE_DTYPE[c.kind])
+            values = self._empty((n, *spec.shape), _WIRE_DTYPE[c.kind])
         elif op in ("var", "seq", "seq_var"):
             values = np.empty(values_total, _WIRE_DTYPE[c.kind])
         elif op in ("dense_bytes", "var_bytes", "seq_bytes", "seq_var_bytes"):
@@ -397,7 +401,7 @@ class Decoder:
             offs = np.empty(values_total + 1, np.int64)
             offs[0] = 0
         elif op == "raw":
-            values = np.empty((n, *spec.shape), spec.dtype)
+            values = self._empty((n, *spec.shape), spec.dtype)
         elif op == "seq_raw":
             values = np.empty((steps_total, *spec.row_shape), spec.dtype)
         elif op == "raw_var":
@@ -414,8 +418,17 @@ class Decoder:
                     f"(a Ragged column): tn.Raw({spec.dtype!r}, shape={_varying_first(spec)})"
                 )
             shape = tuple(raw_bytes // c.divisor if d == -1 else d for d in spec.shape)
-            values = np.empty((n, *shape), spec.dtype)
+            values = self._empty((n, *shape), spec.dtype)
         return (values, offs, splits, inner, raw_bytes), (values, offs, splits, inner)
+
+    def _empty(self, shape: tuple, dtype: Any) -> np.ndarray:
+        """A fixed-size output. Big ones come from the Decoder's spares: the pages of a
+        batch nobody holds any more (fresh ones cost the kernel a fault and a zeroing each)."""
+        dtype = np.dtype(dtype)
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes < SMALL_BYTES:
+            return np.empty(shape, dtype)
+        return self._spares.empty(nbytes).view(dtype).reshape(shape)
 
     def _wrap(self, c: _Compiled, arrays: tuple, rows: np.ndarray, batch: RecordBatch) -> Column:
         values, offs, splits, inner = arrays
