@@ -61,6 +61,7 @@ class RecordDataset(Dataset):
         super().__init__(spec, start=start, stop=stop)
         self._files = files
         self._decoder: Decoder | None = None
+        self._sampled_mean: float | None = None  # of the first records, when there is no index
 
     def _view(self, *, spec: Any = None, start: int | None = None, stop: Any = ...) -> Dataset:
         ds = RecordDataset(
@@ -379,14 +380,17 @@ class RecordDataset(Dataset):
         return rebatch(batches, batch_size)
 
     def _mean_record_bytes(self) -> float:
-        """Mean frame size: from the index when there is one, else from the first records."""
+        """Mean frame size: from the index when there is one, else from the first records
+        (read once: a pass asks twice, and on an object store each read is a request)."""
         files = self._files
         if files.indexed or not self._whole():
             start, stop = self._range()
             return float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
-        reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
-        sizes = [len(r) for r in itertools.islice(reader, 16)]  # one record at a time
-        return sum(sizes) / len(sizes) + 16 if sizes else 16.0
+        if self._sampled_mean is None:
+            reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
+            sizes = [len(r) for r in itertools.islice(reader, 16)]  # one record at a time
+            self._sampled_mean = sum(sizes) / len(sizes) + 16 if sizes else 16.0
+        return self._sampled_mean
 
     def _empty(self) -> Batch:
         return self._decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from .._core import decode as _core
-from .._util.spares import SMALL_BYTES, Spares
+from .._util.spares import Spares
 from .._util.text import format_count, format_shape
 from ..errors import CorruptRecordError, SchemaError
 from ..format.reader import RecordBatch
@@ -422,13 +422,10 @@ class Decoder:
         return (values, offs, splits, inner, raw_bytes), (values, offs, splits, inner)
 
     def _empty(self, shape: tuple, dtype: Any) -> np.ndarray:
-        """A fixed-size output. Big ones come from the Decoder's spares: the pages of a
+        """A fixed-size output from the Decoder's spares: for a big one, the pages of a
         batch nobody holds any more (fresh ones cost the kernel a fault and a zeroing each)."""
         dtype = np.dtype(dtype)
-        nbytes = math.prod(shape) * dtype.itemsize
-        if nbytes < SMALL_BYTES:
-            return np.empty(shape, dtype)
-        return self._spares.empty(nbytes).view(dtype).reshape(shape)
+        return self._spares.empty(math.prod(shape) * dtype.itemsize).view(dtype).reshape(shape)
 
     def _wrap(self, c: _Compiled, arrays: tuple, rows: np.ndarray, batch: RecordBatch) -> Column:
         values, offs, splits, inner = arrays
