@@ -9,7 +9,9 @@ max_record_bytes of 64), byte 1 the batch size (1 + b % 8), then the file's byte
 Checks: on_error="raise" gives records or a typed error; "skip" and "warn" never raise;
 what "raise" read before its error is a prefix of what "skip" read; a file read without
 damage gives the same records through iteration, a header-only scan and count_records; no
-reader returns more payload bytes than the stream holds.
+reader returns more payload bytes than the stream holds; reading with payloads left in their
+frames (their CRCs checked while reading, or after by the consumer) gives the same records,
+error and corruptions as copying them out.
 """
 
 from __future__ import annotations
@@ -29,17 +31,39 @@ WRAPS = (None, "GZIP", "ZLIB", None)
 COMPRESSIONS = ("auto", None, "GZIP", "ZLIB")
 
 
-def read_all(path: str, on_error: str, options: dict, batch_size: int):
-    """(records, error, corruptions) of one pass."""
+def read_all(path: str, on_error: str, options: dict, batch_size: int, how: str = "copied"):
+    """(records, error, corruptions) of one pass: payloads copied out of their frames, or
+    left in them ("framed"; "deferred": their CRCs checked by the consumer)."""
     reader = RecordReader(path, on_error=on_error, **options)
     records: list[bytes] = []
     try:
-        for batch in reader.batches(batch_size):
-            assert len(batch.offsets) == len(batch) + 1
-            records.extend(batch)
+        if how == "copied":
+            for batch in reader.batches(batch_size):
+                assert len(batch.offsets) == len(batch) + 1
+                records.extend(batch)
+        else:
+            for frames in reader.frame_batches(batch_size, defer_crc=how == "deferred"):
+                assert 0 < len(frames) <= batch_size
+                frames, damage = frames.verify()
+                records.extend(frames.packed())
+                if damage is not None:
+                    raise damage
     except TYPED as e:
         return records, e, reader.corruptions
     return records, None, reader.corruptions
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    """Two passes agree: records, error (type and message) and corruptions."""
+
+    def key(e):
+        return None if e is None else (type(e), str(e))
+
+    return (
+        a[0] == b[0]
+        and key(a[1]) == key(b[1])
+        and [(key(e), e.skipped) for e in a[2]] == [(key(e), e.skipped) for e in b[2]]
+    )
 
 
 def test_one_input(data: bytes) -> None:
@@ -66,6 +90,10 @@ def test_one_input(data: bytes) -> None:
         limit = len(stream) if options["compression"] is None else None
 
     strict, error, _ = read_all(path, "raise", options, batch_size)
+    for mode in ("raise", "skip"):
+        copied = read_all(path, mode, options, batch_size)
+        for how in ("framed", "deferred"):
+            assert _same(read_all(path, mode, options, batch_size, how), copied), (mode, how)
     for mode in ("skip", "warn"):
         loose, loose_error, corruptions = read_all(path, mode, options, batch_size)
         assert loose_error is None, f"on_error={mode!r} raised {loose_error!r}"

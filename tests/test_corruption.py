@@ -5,6 +5,7 @@ offset, or with on_error="skip" exactly the undamaged records; never a crash or 
 from __future__ import annotations
 
 import errno
+import functools
 import gzip
 import os
 import subprocess
@@ -36,18 +37,37 @@ def good(tf_write, tmp_path_factory):
     return Path(tf_write(path, PAYLOADS)).read_bytes()
 
 
-def read_all(path, *, on_error="raise", batch_size=1024, compression="auto", verify_crc=True):
+def _read_all(
+    path, *, on_error="raise", batch_size=1024, compression="auto", verify_crc=True, how="batches"
+):
     """(records yielded before any error, the error or None, the reader)."""
     reader = tn.RecordReader(
         path, on_error=on_error, compression=compression, verify_crc=verify_crc
     )
     got, error = [], None
     try:
-        for batch in reader.batches(batch_size):
-            got.extend(batch)
+        if how == "batches":
+            for batch in reader.batches(batch_size):
+                got.extend(batch)
+        else:
+            for frames in reader.frame_batches(batch_size, defer_crc=how == "frames-deferred"):
+                deferred = how == "frames-deferred" and on_error == "raise" and verify_crc
+                assert frames.verified != deferred
+                frames, damage = frames.verify()
+                got.extend(frames.packed())
+                if damage is not None:
+                    raise damage
     except tn.CorruptRecordError as e:
         error = e
     return got, error, reader
+
+
+@pytest.fixture(scope="module", params=["batches", "frames", "frames-deferred"])
+def read_all(request):
+    """_read_all by each way of reading: payloads copied out, or left in their frames with
+    their CRCs checked while reading, or after (FrameBatch.verify): the same records, the
+    same errors."""
+    return functools.partial(_read_all, how=request.param)
 
 
 def expected_damage(data: bytes, starts: list[int], i: int, ref) -> tuple[int, str]:
@@ -67,7 +87,7 @@ def test_the_sample_is_what_the_reference_says(good, ref):
     assert good == b"".join(ref.frame(p) for p in PAYLOADS)
 
 
-def test_every_byte_flipped(good, tmp_path, ref):
+def test_every_byte_flipped(good, tmp_path, ref, read_all):
     starts = ref.starts(len(p) for p in PAYLOADS)
     path = tmp_path / "flipped.tfrecord"
     for i in range(len(good)):
@@ -112,7 +132,7 @@ def test_every_byte_flipped(good, tmp_path, ref):
             assert error is None and got == [*PAYLOADS[:k], as_stored, *PAYLOADS[k + 1 :]]
 
 
-def test_every_truncation(good, tmp_path, ref):
+def test_every_truncation(good, tmp_path, ref, read_all):
     starts = ref.starts(len(p) for p in PAYLOADS)
     path = tmp_path / "cut.tfrecord"
     for cut in range(len(good)):
@@ -146,7 +166,7 @@ def test_every_truncation(good, tmp_path, ref):
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
 def test_damage_inside_a_compressed_stream_is_reported_in_stream_offsets(
-    good, tmp_path, ref, compression
+    good, tmp_path, ref, compression, read_all
 ):
     starts = ref.starts(len(p) for p in PAYLOADS)
     pack = gzip.compress if compression == "GZIP" else zlib.compress
@@ -175,7 +195,7 @@ def test_damage_inside_a_compressed_stream_is_reported_in_stream_offsets(
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
-def test_damaged_compressed_files(tf_write, tmp_path, compression):
+def test_damaged_compressed_files(tf_write, tmp_path, compression, read_all):
     """Every byte of a compressed file flipped, and every truncation: the records come back
     intact or a CorruptRecordError is raised; with on_error="skip", never an error, and only
     records that are really in the file."""
@@ -205,7 +225,7 @@ def test_damaged_compressed_files(tf_write, tmp_path, compression):
             assert all(p in rest for p in got), name  # an ordered subset of the originals
 
 
-def test_stream_damage_names_the_record_and_can_be_skipped(tf_write, tmp_path):
+def test_stream_damage_names_the_record_and_can_be_skipped(tf_write, tmp_path, read_all):
     payloads = [bytes([i]) * 3000 for i in range(200)]
     packed = Path(tf_write(tmp_path / "c.tfrecord", payloads, "GZIP")).read_bytes()
     path = tmp_path / "cut.tfrecord.gz"
@@ -222,7 +242,7 @@ def test_stream_damage_names_the_record_and_can_be_skipped(tf_write, tmp_path):
     assert [(e.record, e.reason) for e in reader.corruptions] == [(len(got), error_reason)]
 
 
-def test_empty_file_is_zero_records_in_every_compression(tmp_path):
+def test_empty_file_is_zero_records_in_every_compression(tmp_path, read_all):
     """As in TensorFlow, which reads an empty file as zero records whatever its compression."""
     path = tmp_path / "empty.tfrecord"
     path.write_bytes(b"")
@@ -233,7 +253,7 @@ def test_empty_file_is_zero_records_in_every_compression(tmp_path):
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.binary(max_size=3000))
-def test_garbage_files(tmp_path_factory, data):
+def test_garbage_files(tmp_path_factory, data, read_all):
     path = tmp_path_factory.mktemp("garbage") / "garbage.tfrecord"
     path.write_bytes(data)
     got, error, _ = read_all(path, compression=None)
@@ -269,7 +289,7 @@ def test_garbage_files(tmp_path_factory, data):
     ),
     head=st.binary(max_size=40),
 )
-def test_skip_resynchronises_on_every_good_frame(tmp_path_factory, ref, pieces, head):
+def test_skip_resynchronises_on_every_good_frame(tmp_path_factory, ref, pieces, head, read_all):
     """Garbage between good frames: skip returns every frame and reports each gap."""
     data, payloads, gaps = bytearray(head), [], []
     if head:
@@ -291,7 +311,7 @@ def big_header(length: int, ref) -> bytes:
     return header + ref.mask(ref.crc32c(header)).to_bytes(4, "little")
 
 
-def test_a_length_of_two_to_the_sixty(tmp_path, ref):
+def test_a_length_of_two_to_the_sixty(tmp_path, ref, read_all):
     path = tmp_path / "huge.tfrecord"
     prefix = b"".join(ref.frame(p) for p in PAYLOADS[:2])
     path.write_bytes(prefix + big_header(2**60, ref) + bytes((3 << 20) - 12))
@@ -319,7 +339,7 @@ def test_a_length_of_two_to_the_sixty(tmp_path, ref):
         (5, 8, "truncated: the file ends 20 bytes into a record of 21 bytes"),
     ],
 )
-def test_lengths_past_the_end(tmp_path, ref, length, tail, reason):
+def test_lengths_past_the_end(tmp_path, ref, length, tail, reason, read_all):
     path = tmp_path / "long.tfrecord"
     path.write_bytes(big_header(length, ref) + b"\x01" * tail)
     got, error, _ = read_all(path)
@@ -470,7 +490,7 @@ def test_a_huge_batch_size_allocates_only_for_the_records(tmp_path, ref):
     assert len(batches) == 1 and list(batches[0]) == PAYLOADS
 
 
-def test_several_damages_across_read_chunks(tf_write, tmp_path):
+def test_several_damages_across_read_chunks(tf_write, tmp_path, read_all):
     """10 000 records of 1 000 bytes (~10 MB): a payload flip in the record that straddles
     the 4 MiB mark, 5 MiB of garbage after record 5 999, and a cut in the last record.
     Skip returns exactly the intact records, each named by its true index in the file."""
@@ -513,7 +533,7 @@ def test_several_damages_across_read_chunks(tf_write, tmp_path):
 
 
 @pytest.mark.parametrize("batch_size", [1, 2, 3, 4, 1024])
-def test_two_damaged_payloads_in_one_batch(tmp_path, ref, batch_size):
+def test_two_damaged_payloads_in_one_batch(tmp_path, ref, batch_size, read_all):
     """The first damaged record is named even when a shorter, later one is checked first."""
     payloads = [b"a" * 10, b"b" * 5000, b"c" * 3, b"d" * 7, b"e" * 2000, b"f" * 64]
     starts = ref.starts(len(p) for p in payloads)
@@ -651,7 +671,45 @@ def test_scan_and_find_on_arbitrary_bytes_agree_with_the_reference(ref, pieces, 
         assert (
             list(zip(starts[: got[2]].tolist(), lengths[: got[2]].tolist(), strict=True)) == frames
         )
+        # the walk that leaves payloads in place: the same frames, up to the first bad
+        # payload CRC when it checks them; check_payloads finds that frame afterwards
+        ends = np.zeros(cap, np.int64)
+        unchecked = framing.check_frames(buf, pos, cap, starts, ends, 0, 1000, False)
+        assert unchecked == (*want, -1)
+        spans = [(1000 + a + 12, 1000 + a + 12 + n) for a, n in frames]
+        assert list(zip(starts[: want[2]].tolist(), ends[: want[2]].tolist(), strict=True)) == spans
+        bad = next((k for k, (a, n) in enumerate(frames) if not _payload_ok(data, a, n, ref)), -1)
+        payload_starts = np.array([a + 12 for a, _ in frames], np.int64)
+        payload_ends = np.array([a + 12 + n for a, n in frames], np.int64)
+        assert framing.check_payloads(buf, payload_starts, payload_ends) == bad
+        checked = framing.check_frames(buf, pos, cap, starts, ends, 0, 0, True)
+        if bad < 0:
+            assert checked == (*want, -1)
+        else:
+            assert checked[1:] == (frames[bad][0], bad, -1, frames[bad][0])
     assert framing.find_frame(buf, pos) == _find_ref(data, pos, ref)
+
+
+def _payload_ok(data: bytes, at: int, length: int, ref) -> bool:
+    stored = int.from_bytes(data[at + 12 + length : at + 16 + length], "little")
+    return ref.mask(ref.crc32c(data[at + 12 : at + 12 + length])) == stored
+
+
+@pytest.mark.parametrize(
+    ("starts", "ends", "message"),
+    [
+        ([0], [7], "payload 0 (0..7) and its CRC do not lie inside the buffer"),
+        ([4], [3], "payload 0 (4..3) and its CRC do not lie inside the buffer"),
+        ([-1], [2], "payload 0 (-1..2) and its CRC do not lie inside the buffer"),
+    ],
+)
+def test_check_payloads_refuses_spans_outside_its_buffer(starts, ends, message):
+    from tfrecnp._core import framing
+
+    buf = np.zeros(10, np.uint8)
+    with pytest.raises(ValueError) as e:
+        framing.check_payloads(buf, np.array(starts, np.int64), np.array(ends, np.int64))
+    assert str(e.value) == message
 
 
 def _header_ok(data: bytes, at: int, ref) -> bool:
@@ -725,3 +783,26 @@ def test_iter_records_takes_the_corruption_policy(tmp_path):
         ]
     with pytest.raises(ValueError, match="on_error must be"):
         tn.iter_records(path, on_error="ignore")
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_damage_in_a_compressed_stream_shows_at_one_byte_however_it_is_read(tmp_path, compression):
+    """zlib drops what a call decoded when it fails; the reader decompresses in pieces of
+    its own size, so what comes before the damage does not depend on the caller's reads."""
+    from tfrecnp.format.compression import DecompressingReader
+
+    body = np.random.default_rng(3).integers(0, 4, 3 << 20, dtype=np.uint8).tobytes()
+    packed = bytearray(gzip.compress(body) if compression == "GZIP" else zlib.compress(body))
+    packed[-2 if compression == "ZLIB" else -6] ^= 0xFF  # the checksum at the end
+    path = tmp_path / "damaged.z"
+    path.write_bytes(packed)
+    delivered = set()
+    for size in (1000, 1 << 20, 8 << 20):
+        got = 0
+        with pytest.raises(zlib.error), open(path, "rb") as raw:
+            reader = DecompressingReader(raw, compression)
+            buf = bytearray(size)
+            while n := reader.readinto(buf):
+                got += n
+        delivered.add(got)
+    assert len(delivered) == 1 and 0 < delivered.pop() < len(body)

@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import threading
+from pathlib import Path
 
 import numpy as np
 import protowire as pw
@@ -20,6 +21,7 @@ import tensorflow as tf
 
 import tfrecnp as tn
 from tfrecnp._util.text import format_count, format_size
+from tfrecnp.data.record_dataset import BIG_RECORD_BYTES
 from tfrecnp.example.columns import BytesColumn, Ragged, concat_columns, take_column
 
 N_A, N_C = 300, 200  # records in a.tfrecord and c.tfrecord.gz; empty.tfrecord has none
@@ -817,3 +819,72 @@ def test_raw_with_a_varying_first_axis_is_dense_per_batch_like_tensorflow(tmp_pa
     assert isinstance(ds.to_numpy()["r"], tn.Ragged)
     assert np.array_equal(ds.take(64).to_numpy()["r"], np.stack(arrays[:64]))
     assert np.array_equal(ds[[0, 5, 9]]["r"], np.stack([arrays[k] for k in (0, 5, 9)]))
+
+
+# --- big records: decoded in the frames they were read into -----------------------------------
+
+BIG_SPEC = {"label": tn.FixedLen((), "int64"), "x": tn.Raw("float32", shape=(32, 40))}
+
+
+@pytest.fixture(scope="module")
+def big(tf_write, tmp_path_factory):
+    """Records of 5 KiB tensors (the size a pass decodes where it read them) in three files,
+    one empty and one GZIP: (paths, labels, tensors)."""
+    rng = np.random.default_rng(7)
+    n_a, n_c = 333, 250
+    x = rng.standard_normal((n_a + n_c, 32, 40), dtype=np.float32)
+    payloads = [
+        pw.simple_example({"label": (pw.INT64, [i]), "x": (pw.BYTES, [x[i].tobytes()])})
+        for i in range(n_a + n_c)
+    ]
+    folder = tmp_path_factory.mktemp("big")
+    paths = [
+        tf_write(str(folder / "a.tfrecord"), payloads[:n_a]),
+        tf_write(str(folder / "empty.tfrecord"), []),
+        tf_write(str(folder / "c.tfrecord.gz"), payloads[n_a:], "GZIP"),
+    ]
+    return paths, np.arange(n_a + n_c), x
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+@pytest.mark.parametrize("batch_size", [1, 7, 256, 1000])
+def test_big_records_in_file_order_across_files(big, batch_size, prefetch):
+    paths, labels, x = big
+    ds = tn.open(paths, BIG_SPEC)
+    assert ds._mean_record_bytes() >= BIG_RECORD_BYTES  # the in-frame path is the one taken
+    batches = list(ds.batches(batch_size, prefetch=prefetch))
+    n = len(labels)
+    sizes = [batch_size] * (n // batch_size) + ([n % batch_size] if n % batch_size else [])
+    assert [len(b["label"]) for b in batches] == sizes
+    assert np.array_equal(np.concatenate([b["label"] for b in batches]), labels)
+    assert np.array_equal(np.concatenate([b["x"] for b in batches]), x)
+
+
+def _flip_payload(path, record, tmp_path):
+    """A copy of uncompressed `path` with one byte of record `record`'s tensor flipped:
+    (the copy, the frame's offset)."""
+    at = int(tn.scan_file(path, use_index=False).offsets[record])
+    data = bytearray(Path(path).read_bytes())
+    data[at + 12 + 2000] ^= 0x40
+    out = tmp_path / "flipped.tfrecord"
+    out.write_bytes(data)
+    return out, at
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+def test_a_damaged_big_record_is_named_after_the_good_ones(big, tmp_path, prefetch):
+    paths, labels, _ = big
+    path, at = _flip_payload(paths[0], 200, tmp_path)
+    with pytest.raises(tn.CorruptRecordError) as theirs:
+        list(tn.RecordReader(path).batches(1000))
+    got = []
+    with pytest.raises(tn.CorruptRecordError) as ours:
+        for batch in tn.open(path, BIG_SPEC).batches(1, prefetch=prefetch):
+            got.append(int(batch["label"][0]))
+    assert got == list(range(200))  # every good record before the damage first
+    assert (ours.value.path, ours.value.record, ours.value.offset) == (str(path), 200, at)
+    assert str(ours.value) == str(theirs.value)
+    ds = tn.open(path, BIG_SPEC, on_error="skip")
+    kept = np.concatenate([b["label"] for b in ds.batches(64, prefetch=prefetch)])
+    assert np.array_equal(kept, np.delete(labels[:333], 200))
+    assert [(e.record, e.offset) for e in ds.corruptions] == [(200, at)]

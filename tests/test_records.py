@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import tfrecnp as tn
+from tfrecnp._core import framing
 from tfrecnp.format.index import index_path
 from tfrecnp.format.reader import file_compression
 
@@ -248,6 +249,58 @@ def test_batches_span_files_of_different_compressions(corpus, tmp_path):
             assert batch[row] == payloads[seen]
             seen += 1
     assert seen == len(payloads)
+
+
+def _check_frame_batches(reader, payloads, sizes):
+    """Every batch is held at once (so a buffer reused under a held batch would show), each
+    payload lies in its frame: its length in the 8 bytes 12 before it, its CRC after it."""
+    batches = list(reader)
+    assert [len(b) for b in batches] == sizes
+    got = []
+    for batch in batches:
+        assert isinstance(batch, tn.FrameBatch) and batch.verified
+        data = batch.data.tobytes()
+        for a, b in zip(batch.starts.tolist(), batch.ends.tolist(), strict=True):
+            assert int.from_bytes(data[a - 12 : a - 4], "little") == b - a
+            assert int.from_bytes(data[b : b + 4], "little") == framing.mask_crc(
+                framing.crc32c(data[a:b])
+            )
+            got.append(data[a:b])
+        packed = batch.packed()
+        assert list(packed) == got[len(got) - len(batch) :] and packed.origins == batch.origins
+        assert batch.nbytes == packed.nbytes
+    assert got == payloads
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+@pytest.mark.parametrize("case", ["none", "empty", "mixed", "many", "big"])
+def test_frame_batches_leave_payloads_in_their_frames(corpus, case, compression):
+    path, payloads = corpus(case, compression)
+    for n in (7, 4096, 250_000) if case == "many" else (1, 3, 1024):
+        sizes = [n] * (len(payloads) // n) + ([len(payloads) % n] if len(payloads) % n else [])
+        _check_frame_batches(tn.RecordReader(path).frame_batches(n), payloads, sizes)
+        deferred = tn.RecordReader(path).frame_batches(n, defer_crc=True)
+        _check_frame_batches(_verified(deferred), payloads, sizes)
+
+
+def _verified(batches):
+    """The batches once the consumer has checked their CRCs (left to it)."""
+    for batch in batches:
+        assert not batch.verified
+        batch, damage = batch.verify()
+        assert damage is None
+        yield batch
+
+
+def test_frame_batches_end_with_each_file(corpus):
+    files = [corpus("mixed", c) for c in COMPRESSIONS] + [corpus("empty", "GZIP")]
+    paths = [p for p, _ in files]
+    payloads = [p for _, ps in files for p in ps]
+    sizes = [5, 5, 2] * 3 + [5]  # 12 records per "mixed" file, 5 in "empty"
+    _check_frame_batches(tn.RecordReader(paths).frame_batches(5), payloads, sizes)
+    rows = [(path, i) for path, ps in files for i in range(len(ps))]
+    batches = tn.RecordReader(paths).frame_batches(5)
+    assert [b.where(r) for b in batches for r in range(len(b))] == rows
 
 
 def test_record_batch_access():

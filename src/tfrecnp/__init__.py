@@ -51,6 +51,7 @@ _HOMES = {
     "read_index": "format.index",
     "write_index": "format.index",
     "expand_paths": "format.paths",
+    "FrameBatch": "format.reader",
     "RecordBatch": "format.reader",
     "RecordReader": "format.reader",
     "count_records": "format.reader",
@@ -68,6 +69,7 @@ __all__ = [
     "Dataset",
     "Decoder",
     "FixedLen",
+    "FrameBatch",
     "Image",
     "MemoryBudgetError",
     "Ragged",
@@ -149,5 +151,12 @@ if TYPE_CHECKING:  # what editors and type checkers see
     from .example.write import Writer, WriteResult, write
     from .format.index import RecordIndex, read_index, write_index
     from .format.paths import expand_paths
-    from .format.reader import RecordBatch, RecordReader, count_records, iter_records, scan_file
+    from .format.reader import (
+        FrameBatch,
+        RecordBatch,
+        RecordReader,
+        count_records,
+        iter_records,
+        scan_file,
+    )
     from .format.writer import RecordWriter

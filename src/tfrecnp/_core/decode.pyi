@@ -50,7 +50,8 @@ def decode_packed_varints(block: Buffer, *, pext: bool | None = None) -> Int64s:
 def scan(
     plan: Plan,
     data: Buffer,
-    offsets: Int64s,
+    starts: Int64s,
+    ends: Int64s,
     lo: int,
     hi: int,
     table: NDArray[np.int64],  # (records, nfeat, ROW_FIELDS)
@@ -59,7 +60,7 @@ def scan(
 def fill(
     plan: Plan,
     data: Buffer,
-    offsets: Int64s,
+    starts: Int64s,
     lo: int,
     hi: int,
     table: NDArray[np.int64],

@@ -13,8 +13,9 @@ The messages (proto3; field numbers in brackets)::
     FloatList       { repeated float value [1] }    packed (wire 2) or one per tag (wire 5)
     Int64List       { repeated int64 value [1] }    packed (wire 2) or one per tag (wire 0)
 
-Decoding a batch (one uint8 buffer + n + 1 record offsets) takes two passes, both without
-the GIL and without a Python object per record:
+Decoding a batch (one uint8 buffer; record r is data[starts[r]:ends[r]], so records may lie
+back to back or still in the frames they were read in) takes two passes, both without the
+GIL and without a Python object per record:
 
 1. `scan` walks every record once. For each (record, spec feature) it writes one row of
    the int64 table (see R_* below): where the feature's values lie, their kind, count and
@@ -911,6 +912,15 @@ cdef inline bint offsets_ok(const int64_t *offsets, Py_ssize_t lo, Py_ssize_t hi
     return True
 
 
+cdef inline bint spans_ok(const int64_t *starts, const int64_t *ends, Py_ssize_t lo,
+                          Py_ssize_t hi, Py_ssize_t size) noexcept nogil:
+    cdef Py_ssize_t r
+    for r in range(lo, hi):
+        if starts[r] < 0 or starts[r] > ends[r] or ends[r] > size:
+            return False
+    return True
+
+
 cdef class Plan:
     """A spec compiled for the core: per feature its name, section, operation, expected
     kind and sizes, and default; names looked up through an open-addressing hash table."""
@@ -985,9 +995,11 @@ cdef class Plan:
         free(self.c.dflt_lens)
 
 
-def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
-         Py_ssize_t hi, int64_t[:, :, ::1] table, int64_t[:, ::1] totals) -> tuple:
-    """Pass 1 over records lo..hi: fills table[lo:hi] ((n, nfeat, ROW_FIELDS)) and adds to
+def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] starts,
+         const int64_t[::1] ends, Py_ssize_t lo, Py_ssize_t hi, int64_t[:, :, ::1] table,
+         int64_t[:, ::1] totals) -> tuple:
+    """Pass 1 over records lo..hi (record r: data[starts[r]:ends[r]]; back to back
+    records pass offsets[:-1] and offsets[1:]): fills table[lo:hi] ((n, nfeat, ROW_FIELDS)) and adds to
     totals ((nfeat, 4): values, bytes, steps, missing). Returns (status, record, a, b):
     (OK, -1, 0, 0); (MALFORMED, record, payload offset, reason << 8 | where) with the
     feature in `last_error`; (SCHEMA, record, feature, code); (BAD_OFFSETS, ...)."""
@@ -996,7 +1008,7 @@ def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
     cdef const uint8_t *base = &data[0] if size else EMPTY  # never NULL + offset
     cdef Ctx c
     cdef int64_t record = -1
-    if hi > lo and (offsets.shape[0] < hi + 1 or table.shape[0] < hi
+    if hi > lo and (starts.shape[0] < hi or ends.shape[0] < hi or table.shape[0] < hi
                     or table.shape[1] != nfeat or table.shape[2] != NFIELDS
                     or totals.shape[0] != nfeat or totals.shape[1] != 4):
         raise ValueError("scan: arrays do not match the plan and the record range")
@@ -1008,14 +1020,14 @@ def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
     c.limit = base + size
     memset(c.guess, 0xFF, sizeof(c.guess))
     with nogil:
-        if not offsets_ok(&offsets[0], lo, hi, size):
+        if not spans_ok(&starts[0], &ends[0], lo, hi, size):
             status = ST_BAD_OFFSETS
         else:
             for r in range(lo, hi):
-                c.base = base + offsets[r]
+                c.base = base + starts[r]
                 c.code = 0
                 c.feature = -1
-                if not scan_record(&plan.c, &c, c.base, base + offsets[r + 1],
+                if not scan_record(&plan.c, &c, c.base, base + ends[r],
                                    rows + r * nfeat * NFIELDS):
                     status = ST_MALFORMED
                     record = r
@@ -1283,10 +1295,10 @@ cdef int64_t *ptr64(object arr) except? NULL:
     return &view[0] if view.shape[0] else NULL
 
 
-def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
+def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] starts, Py_ssize_t lo,
          Py_ssize_t hi, const int64_t[:, :, ::1] table, list outs,
          const int64_t[:, ::1] bases) -> int:
-    """Pass 2 over records lo..hi (already scanned). outs[f] is (values, offsets, splits,
+    """Pass 2 over records lo..hi (already scanned, from the same starts). outs[f] is (values, offsets, splits,
     inner, raw_bytes): values a writable C-contiguous array (float32 / int64 / uint8),
     the others int64 arrays or None. bases[f] = (value, byte, step) positions where this
     chunk starts. Returns OK, or INCONSISTENT if the data changed since the scan."""
@@ -1301,7 +1313,7 @@ def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
         raise ValueError("fill: outputs do not match the plan")
     if hi <= lo or nfeat == 0:
         return ST_OK
-    if offsets.shape[0] < hi + 1 or table.shape[0] < hi:
+    if starts.shape[0] < hi or table.shape[0] < hi:
         raise ValueError("fill: arrays do not match the record range")
     c.limit = base + size
     cdef Out *o_all = <Out *>malloc(nfeat * sizeof(Out))
@@ -1339,7 +1351,7 @@ def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssiz
                 raise ValueError("fill: a sequence VarLen feature needs step splits")
         with nogil:
             for r in range(lo, hi):
-                c.base = base + offsets[r]
+                c.base = base + starts[r]
                 c.code = 0
                 if not fill_record(&plan.c, &c, c.base, &table[r, 0, 0], r, o_all):
                     ok = False

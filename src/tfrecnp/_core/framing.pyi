@@ -46,6 +46,17 @@ def gather_parts(
 ) -> int: ...
 def find_frame(buf: Buffer, pos: int) -> tuple[int, int]: ...
 def frame_payloads(payloads: Buffer, offsets: Int64s, out: NDArray[np.uint8]) -> int: ...
+def check_frames(
+    buf: Buffer,
+    pos: int,
+    want: int,
+    starts: NDArray[np.int64],
+    ends: NDArray[np.int64],
+    first: int,
+    origin: int,
+    check_crc: bool = True,
+) -> tuple[int, int, int, int, int]: ...
+def check_payloads(buf: Buffer, starts: Int64s, ends: Int64s) -> int: ...
 def gather_frames(
     buf: Buffer,
     pos: int,

@@ -461,6 +461,80 @@ def gather_parts(list parts, const int64_t[::1] which, const int64_t[::1] starts
     return total
 
 
+def check_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t want,
+                 int64_t[::1] starts, int64_t[::1] ends, Py_ssize_t first, int64_t origin,
+                 bint check_crc=True) -> tuple:
+    """Walk up to `want` frames in buf from pos, checking them where they lie: no copy.
+    Decoding reads the payloads in place, so big records (tensors, images) are not copied
+    out of their frames first.
+
+    starts[first + k] and ends[first + k] receive origin + the bounds of payload k in buf.
+    Returns (status, pos, n, length, bad_pos): n frames checked and pos where the walk
+    stopped; status and length as for gather_frames (LIMIT, NEED_MORE, BAD_LENGTH_CRC).
+    With check_crc, bad_pos is the start of the first frame whose payload CRC fails (the
+    walk stops before it), else -1.
+    """
+    cdef Py_ssize_t size = buf.shape[0], n = 0
+    cdef uint64_t length = 0
+    cdef int status = S_LIMIT
+    cdef bint have_length = False
+    cdef int64_t bad_pos = -1
+    if pos < 0 or pos > size:
+        raise ValueError(f"bad window: pos {pos}, buffer {size}")
+    if first < 0 or want < 0 or first + want > min(starts.shape[0], ends.shape[0]):
+        raise ValueError(f"bad output: {first} + {want} of {starts.shape[0]}, {ends.shape[0]}")
+    cdef const uint8_t *base = &buf[0] if size else NULL
+    with nogil:
+        while n < want:
+            if size - pos < 12:
+                status = S_NEED_MORE
+                break
+            if not header_ok(base + pos):
+                status = S_BAD_LENGTH_CRC
+                break
+            length = load64(base + pos)
+            if size - pos < 16 or length > <uint64_t>(size - pos - 16):
+                status = S_NEED_MORE
+                have_length = True
+                break
+            if check_crc and (masked(crc32c_of(base + pos + 12, length))
+                              != load32(base + pos + 12 + length)):
+                bad_pos = pos
+                break
+            starts[first + n] = origin + pos + 12
+            ends[first + n] = origin + pos + 12 + <int64_t>length
+            n += 1
+            pos += 16 + <Py_ssize_t>length
+    return status, pos, n, (int(length) if have_length else -1), bad_pos
+
+
+def check_payloads(const uint8_t[::1] buf, const int64_t[::1] starts,
+                   const int64_t[::1] ends) -> int:
+    """Check the payload CRC of every frame whose payload is buf[starts[k]:ends[k]] (its
+    stored CRC follows it): the check check_frames can leave to another thread. Returns
+    the index of the first payload whose CRC fails, or -1."""
+    cdef Py_ssize_t n = starts.shape[0], size = buf.shape[0], k
+    cdef int64_t a = 0, b = 0
+    cdef Py_ssize_t bad = -1
+    cdef bint invalid = False
+    if ends.shape[0] != n:
+        raise ValueError("starts and ends differ in length")
+    cdef const uint8_t *base = &buf[0] if size else NULL
+    with nogil:
+        for k in range(n):
+            a = starts[k]
+            b = ends[k]
+            if a < 0 or b < a or b > size - 4:
+                invalid = True
+                break
+            if masked(crc32c_of(base + a, b - a)) != load32(base + b):
+                bad = k
+                break
+    if invalid:
+        raise ValueError(f"payload {k} ({a}..{b}) and its CRC do not lie inside the buffer")
+    return bad
+
+
 def gather_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t want, uint8_t[::1] out,
                   Py_ssize_t used, int64_t[::1] offsets, Py_ssize_t first,
                   bint check_crc=True, bint stream=False) -> tuple:

@@ -34,7 +34,14 @@ def npy_header(dtype: np.dtype, shape: tuple[int, ...], size: int | None = None)
 # What NumPy's .npy header parser may raise on a damaged header: it tokenizes the header
 # text and literal_evals it, so a few bytes changed give TokenError or SyntaxError, not only
 # the ValueError it documents.
-HEADER_ERRORS = (ValueError, SyntaxError, TypeError, tokenize.TokenError, RecursionError)
+HEADER_ERRORS = (
+    ValueError,
+    SyntaxError,
+    TypeError,
+    tokenize.TokenError,
+    RecursionError,
+    OverflowError,  # a shape whose size overflows (np.memmap of 2**61 float32s)
+)
 
 
 def read_npy_header(f, version: tuple[int, int]) -> tuple[tuple[int, ...], bool, np.dtype]:

@@ -32,7 +32,7 @@ from .._core import decode as _core
 from .._util.spares import Spares
 from .._util.text import format_count, format_shape
 from ..errors import CorruptRecordError, SchemaError
-from ..format.reader import RecordBatch
+from ..format.reader import FrameBatch, RecordBatch
 from .columns import BytesColumn, Column, Ragged
 from .spec import (
     KIND_BYTES,
@@ -69,6 +69,8 @@ _WIRE_DTYPE = {KIND_FLOAT: np.dtype(np.float32), KIND_INT64: np.dtype(np.int64)}
 _ONE_ROW = np.zeros((1, _core.ROW_FIELDS), np.int64)  # a batch of one, for _wrap
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
+
+Framed = RecordBatch | FrameBatch  # payloads back to back, or still in their frames
 
 
 def executor(kind: str = "chunks") -> ThreadPoolExecutor:
@@ -273,9 +275,9 @@ class Decoder:
         workers = threads if threads is not None else self.threads
         return max(1, workers if workers is not None else CPUS)
 
-    def _chunks(self, offsets: np.ndarray, workers: int) -> list[tuple[int, int]]:
-        n = len(offsets) - 1
-        size = int(offsets[-1] - offsets[0])
+    def _chunks(self, starts: np.ndarray, ends: np.ndarray, workers: int) -> list[tuple[int, int]]:
+        n = len(starts)
+        size = int(ends[-1] - starts[0]) if n else 0
         pieces = min(
             workers * PIECES_PER_THREAD if workers > 1 else 1,
             size // CHUNK_MIN_BYTES + 1,
@@ -283,30 +285,37 @@ class Decoder:
         )
         if pieces <= 1:
             return [(0, n)]
-        cuts = np.searchsorted(offsets, np.linspace(offsets[0], offsets[-1], pieces + 1)[1:-1])
+        cuts = np.searchsorted(starts, np.linspace(starts[0], ends[-1], pieces + 1)[1:-1])
         bounds = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
         return list(itertools.pairwise(bounds))
 
-    def decode(self, batch: RecordBatch | Iterable[bytes], *, threads: int | None = None) -> Batch:
+    def decode(
+        self, batch: RecordBatch | FrameBatch | Iterable[bytes], *, threads: int | None = None
+    ) -> Batch:
         """Decode every record of the batch; returns {name: column} in spec order.
 
         threads: how many chunks to decode at once (default: the Decoder's, else the
         number of cores); small batches always decode in one piece.
         """
-        batch = _as_batch(batch)
+        if isinstance(batch, FrameBatch):  # records still in their frames decode there
+            batch, damage = batch.verify()
+            if damage is not None:
+                raise damage
+        else:
+            batch = _as_batch(batch)
         n, feats, plan = len(batch), self._features, self._plan
-        data, offsets = batch.data, batch.offsets
+        data, starts, ends = batch.data, batch.starts, batch.ends
         nf = len(feats)
         if nf == 0:
             return {}
         workers = self._workers(threads)
-        chunks = self._chunks(offsets, workers)
+        chunks = self._chunks(starts, ends, workers)
         table = self._table(n)
         totals = np.zeros((len(chunks), nf, 4), np.int64)
 
         def scan(k: int) -> tuple:
             lo, hi = chunks[k]
-            return _core.scan(plan, data, offsets, lo, hi, table, totals[k])
+            return _core.scan(plan, data, starts, ends, lo, hi, table, totals[k])
 
         for status in _run_parallel(scan, len(chunks), workers):
             if status[0] != _core.OK:
@@ -320,7 +329,7 @@ class Decoder:
 
         def fill(k: int) -> int:
             lo, hi = chunks[k]
-            return _core.fill(plan, data, offsets, lo, hi, table, args, bases[k])
+            return _core.fill(plan, data, starts, lo, hi, table, args, bases[k])
 
         if any(s != _core.OK for s in _run_parallel(fill, len(chunks), workers)):
             raise RuntimeError("the batch's buffer changed while it was being decoded")
@@ -427,7 +436,9 @@ class Decoder:
         dtype = np.dtype(dtype)
         return self._spares.empty(math.prod(shape) * dtype.itemsize).view(dtype).reshape(shape)
 
-    def _wrap(self, c: _Compiled, arrays: tuple, rows: np.ndarray, batch: RecordBatch) -> Column:
+    def _wrap(
+        self, c: _Compiled, arrays: tuple, rows: np.ndarray, batch: RecordBatch | FrameBatch
+    ) -> Column:
         values, offs, splits, inner = arrays
         spec, op = c.spec, c.op
         if op in ("raw", "raw_any"):
@@ -494,7 +505,7 @@ class Decoder:
 
     # -- errors ----------------------------------------------------------------------
 
-    def _scan_error(self, batch: RecordBatch, table: np.ndarray, status: tuple) -> Exception:
+    def _scan_error(self, batch: Framed, table: np.ndarray, status: tuple) -> Exception:
         code, r, a, b = status
         if code == _core.BAD_OFFSETS:
             return ValueError(
@@ -506,7 +517,7 @@ class Decoder:
         row = table[r, a]
         return SchemaError(_schema_message(c, _core.SCHEMA_CODES[b], row, _where(batch, r)))
 
-    def _malformed(self, batch: RecordBatch, r: int, offset: int, detail: tuple) -> Exception:
+    def _malformed(self, batch: Framed, r: int, offset: int, detail: tuple) -> Exception:
         reason_code, where_code, feature, a, b = detail
         inside = f" of {self._features[feature].label}" if feature >= 0 else ""
         kind = "SequenceExample" if self.sequence else "Example"
@@ -541,7 +552,7 @@ def _corrupt(reason: str, path: str, record: int, offset: int) -> CorruptRecordE
     return error
 
 
-def _where(batch: RecordBatch, r: int) -> str:
+def _where(batch: Framed, r: int) -> str:
     path, record = batch.where(r)
     return f"{path} record {record}"
 

@@ -51,7 +51,9 @@ class DecompressingReader(io.RawIOBase):
     """A readable stream of the decompressed bytes of a GZIP or ZLIB file.
 
     Concatenated members (gzip -c a b) read as one stream. A stream that stops before its
-    end marker raises EOFError; damaged data raises zlib.error.
+    end marker raises EOFError; damaged data raises zlib.error. Bytes are decompressed
+    _READ_SIZE at a time whatever the caller asks for: zlib drops what a call decoded when
+    it fails, so the bytes delivered before damage do not depend on how the stream is read.
     """
 
     def __init__(self, raw: BinaryIO, compression: str):
@@ -59,6 +61,7 @@ class DecompressingReader(io.RawIOBase):
         self._wbits = WBITS[compression]
         self._codec = zlib.decompressobj(self._wbits)
         self._input = b""
+        self._output = memoryview(b"")  # decompressed, not yet read
         self._empty = True  # an empty file is zero records whatever its compression (as in TF)
 
     def readable(self) -> bool:
@@ -68,21 +71,30 @@ class DecompressingReader(io.RawIOBase):
         view = memoryview(buffer).cast("B")
         if not len(view):
             return 0
+        if not self._output and not self._decompress():
+            return 0
+        n = min(len(view), len(self._output))
+        view[:n] = self._output[:n]
+        self._output = self._output[n:]
+        return n
+
+    def _decompress(self) -> bool:
+        """The next piece of output into self._output; False at the end of the stream."""
         while True:
             if not self._input:
                 self._input = self._raw.read(_READ_SIZE)
                 if not self._input:
                     if not self._codec.eof and not self._empty:
                         raise EOFError("the compressed stream ends before its end marker")
-                    return 0
+                    return False
             self._empty = False
             if self._codec.eof:  # another member follows
                 self._codec = zlib.decompressobj(self._wbits)
-            data = self._codec.decompress(self._input, len(view))
+            data = self._codec.decompress(self._input, _READ_SIZE)
             self._input = self._codec.unconsumed_tail or self._codec.unused_data
             if data:
-                view[: len(data)] = data
-                return len(data)
+                self._output = memoryview(data)
+                return True
 
     def close(self) -> None:
         self._raw.close()

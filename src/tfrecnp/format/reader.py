@@ -17,6 +17,7 @@ whole frame checks (length CRC and payload CRC) and records what it skipped in
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 import os
@@ -39,6 +40,7 @@ from .paths import PathLike, Paths, expand_paths
 from .sniff import is_frame, what_is
 
 __all__ = [
+    "FrameBatch",
     "RecordBatch",
     "RecordReader",
     "count_records",
@@ -109,6 +111,20 @@ class RecordBatch:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
+    @property
+    def starts(self) -> np.ndarray:
+        """Where each payload starts in data (what the decoder reads, as for FrameBatch)."""
+        return self.offsets[:-1]
+
+    @property
+    def ends(self) -> np.ndarray:
+        return self.offsets[1:]
+
+    @property
+    def nbytes(self) -> int:
+        """Payload bytes."""
+        return int(self.offsets[-1] - self.offsets[0])
+
     def where(self, row: int) -> tuple[str, int]:
         """(path, record index in that file) of row `row` of this batch."""
         return _locate(self.origins, row)
@@ -146,6 +162,69 @@ class RecordBatch:
         return cls(data, np.concatenate(offsets), tuple(origins))
 
 
+@dataclass(frozen=True)
+class FrameBatch:
+    """Records left in the frames they were read in: payload i is data[starts[i]:ends[i]],
+    with frame headers between. A pass decodes straight from them, so payloads (16 KiB
+    tensors, images) are not copied out of their frames first; `packed()` gives the
+    RecordBatch that everything else takes. `offset`: where data[0] lies in its file's
+    (decompressed) stream. Unless `verified`, the payload CRCs are yet to be checked, by
+    `verify()`, in whichever thread has time for it."""
+
+    data: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    origins: tuple[tuple[int, str, int], ...] = ()
+    offset: int = 0
+    verified: bool = True
+
+    def verify(self) -> tuple[FrameBatch, CorruptRecordError | None]:
+        """(the records before the first whose payload CRC fails, verified; the error
+        naming that one, or None)."""
+        if self.verified:
+            return self, None
+        bad = framing.check_payloads(self.data, self.starts, self.ends)
+        if bad < 0:
+            return dataclasses.replace(self, verified=True), None
+        a, b = int(self.starts[bad]), int(self.ends[bad])
+        stored = int.from_bytes(self.data[b : b + 4].tobytes(), "little")
+        computed = framing.mask_crc(framing.crc32c(self.data[a:b]))
+        path, record = self.where(bad)
+        error = CorruptRecordError(
+            f"payload CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})",
+            path=path,
+            record=record,
+            offset=self.offset + a - 12,
+            hint=SALVAGE_HINT,
+        )
+        origins = tuple(o for o in self.origins if o[0] < bad)
+        good = FrameBatch(self.data, self.starts[:bad], self.ends[:bad], origins, self.offset)
+        return good, error
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @property
+    def nbytes(self) -> int:
+        """Payload bytes."""
+        return int((self.ends - self.starts).sum())
+
+    def where(self, row: int) -> tuple[str, int]:
+        return _locate(self.origins, row)
+
+    def locator(self) -> Callable[[int], tuple[str, int]]:
+        return functools.partial(_locate, self.origins)
+
+    def packed(self) -> RecordBatch:
+        """The payloads back to back, copied out of their frames."""
+        lengths = self.ends - self.starts
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), np.uint8)
+        framing.gather_ranges(self.data, self.starts, lengths, data)
+        return RecordBatch(data, offsets, self.origins)
+
+
 def _locate(origins: tuple, row: int) -> tuple[str, int]:
     for first, path, record in reversed(origins):
         if row >= first:
@@ -160,7 +239,13 @@ class _Stream:
     read front to back through a decompressor.
     """
 
-    def __init__(self, path: str, compression: str | None, span: tuple[int, int] | None = None):
+    def __init__(
+        self,
+        path: str,
+        compression: str | None,
+        span: tuple[int, int] | None = None,
+        spares: Spares | None = None,
+    ):
         self.path = path
         self.raw = fs.open_read(path)  # closed by close(); remote files read ahead MiBs
         self.remote = fs.is_url(path)
@@ -172,10 +257,17 @@ class _Stream:
         self.source = (
             self.raw if compression is None else DecompressingReader(self.raw, compression)
         )
-        self.buf = bytearray(CHUNK_BYTES)
+        self.buf = np.empty(CHUNK_BYTES, np.uint8)
         self.view = memoryview(self.buf)
         self.base = self.start = self.end = 0
         self.eof = False
+        # Frames walked in place (_FrameBuilder): buf[keep:start] holds the frames of the
+        # batch being walked, kept when the buffer moves; once that batch is handed out
+        # (lent), the stream continues in another buffer, from spares.
+        self.keep: int | None = None
+        self.lent = False
+        self.read_size = CHUNK_BYTES  # bytes read at a time, past what is needed
+        self.spares = spares
         self.damage: Exception | None = None  # why a compressed stream stopped early
         if span is not None:  # bytes start..stop of an uncompressed file: it ends at stop
             self.jump(span[0])
@@ -189,25 +281,21 @@ class _Stream:
         """The first bytes of the stream still in the buffer (up to 12)."""
         return bytes(self.view[self.start : min(self.end, self.start + 12)])
 
-    def fill(self, need: int, read_size: int = CHUNK_BYTES) -> None:
+    def fill(self, need: int, read_size: int | None = None) -> None:
         """Make buf[start:] hold at least `need` bytes, or reach the end of the stream.
 
         The buffer grows at most to twice the data actually read, so a corrupt length can
         never make it allocate more than the bytes that remain.
         """
-        if self.start:
-            kept = self.end - self.start
-            self.buf[:kept] = self.view[self.start : self.end]
-            self.base += self.start
-            self.start, self.end = 0, kept
-        goal = max(need, read_size)
+        want = max(need, self.read_size if read_size is None else read_size)
         if self.size is not None:  # never read past the end of the file (or of its span)
-            goal = min(goal, self.size - self.base)
+            want = min(want, self.size - self.base - self.start)
+        if self.lent or self.start + want > len(self.buf):  # drop what was walked
+            self._move(self.start if self.keep is None else self.keep, len(self.buf))
+        goal = self.start + want
         while self.end < goal and not self.eof:
-            if self.end == len(self.buf):
-                self.view.release()
-                self.buf.extend(bytes(min(len(self.buf), goal - self.end)))
-                self.view = memoryview(self.buf)
+            if self.end == len(self.buf):  # full of what was read: it may double
+                self._move(0, 2 * len(self.buf))
             try:
                 got = self.source.readinto(self.view[self.end : min(len(self.buf), goal)])
             except (EOFError, zlib.error) as e:
@@ -217,6 +305,42 @@ class _Stream:
             self.end += got
         if self.size is not None and self.end >= self.size - self.base:
             self.eof = True
+
+    def _move(self, keep: int, size: int) -> None:
+        """Drop the bytes before buf[keep], into a buffer of `size` bytes: this one, unless
+        it is lent or too small."""
+        kept = self.end - keep
+        if self.lent or size > len(self.buf):
+            size = -(-size // CHUNK_BYTES) * CHUNK_BYTES  # whole MiBs: spares fit the next
+            spare = self.spares.take(size) if self.spares is not None else None
+            buf = spare if spare is not None else np.empty(size, np.uint8)
+            buf[:kept] = self.buf[keep : self.end]
+            self.view.release()
+            self.buf, self.view, self.lent = buf, memoryview(buf), False
+        elif keep:
+            self.buf[:kept] = self.buf[keep : self.end]
+        self.base += keep
+        self.start -= keep
+        self.end = kept
+        if self.keep is not None:
+            self.keep -= keep
+
+    def reserve(self, nbytes: int) -> None:
+        """Make buf[start:] able to take nbytes without moving (a batch walked in place)."""
+        if self.size is not None:  # no more than the file still holds
+            nbytes = min(nbytes, self.size - self.base - self.start)
+        if self.lent or self.start + nbytes > len(self.buf):
+            keep = self.start if self.keep is None else self.keep
+            self._move(keep, self.start - keep + max(nbytes, self.end - self.start))
+
+    def lend(self, stop: int) -> np.ndarray:
+        """buf[keep:stop], handed out: the stream reads on into another buffer."""
+        if self.spares is not None:
+            self.spares.lend(self.buf)
+        self.lent = True
+        data = self.buf[self.keep : stop]
+        self.keep = None
+        return data
 
     def jump(self, offset: int) -> None:
         """Continue at stream offset `offset` (uncompressed files only), discarding the buffer."""
@@ -296,6 +420,30 @@ class RecordReader:
         if batch.n:
             yield batch.take()
 
+    def frame_batches(
+        self, batch_size: int = 1024, *, defer_crc: bool = False
+    ) -> Iterator[FrameBatch]:
+        """Batches of batch_size records left in their frames (see FrameBatch): no payload
+        is copied. A batch does not span files: the last of each file may be short.
+        defer_crc: with on_error="raise", payload CRCs are left to the consumer
+        (FrameBatch.verify), which may have a thread with more time for them than this
+        one; damaged records to be skipped are found here, where the walk resynchronises."""
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        defer = defer_crc and self.verify_crc and self.on_error == "raise"
+        batch = _FrameBuilder(batch_size, self.spares, defer)
+        try:
+            for path in self.paths:
+                yield from self._walk(path, batch)
+                if batch.n:
+                    yield batch.take()
+        except CorruptRecordError:
+            if batch.n:  # the good records before the damage come out first, as in TensorFlow
+                yield batch.take()
+            raise
+        if batch.n:
+            yield batch.take()
+
     def indexes(self) -> Iterator[RecordIndex]:
         """One RecordIndex per file, from a scan that reads only frame headers where it can."""
         for path in self.paths:
@@ -323,7 +471,7 @@ class RecordReader:
     def _walk(
         self,
         path: str,
-        sink: _BatchBuilder | _Headers,
+        sink: _BatchBuilder | _FrameBuilder | _Headers,
         span: tuple[int, int] | None = None,
         first: int = 0,
     ):
@@ -335,7 +483,12 @@ class RecordReader:
             if self.compression == "auto"
             else self.compression
         )
-        stream = _Stream(path, compression, span if compression is None else None)
+        stream = _Stream(
+            path,
+            compression,
+            span if compression is None else None,
+            spares=sink.spares if isinstance(sink, _FrameBuilder) else None,
+        )
         try:
             yield from _walk_stream(self, stream, sink, first)
         finally:
@@ -480,6 +633,86 @@ class _BatchBuilder:
         return batch
 
 
+class _FrameBuilder:
+    """The batch being walked in place: its frames stay in the stream's buffer, checked
+    (unless deferred) as they come, and are handed out with it; the stream goes on in
+    another buffer, from the reader's spares, so nothing a consumer holds is written again.
+    Whenever the buffered frames run out, the buffer is made room for the rest of the batch
+    by the records seen so far (for a compressed stream, at most 8x the batch so far), so
+    it moves about once per batch. Record positions are kept as stream offsets, which do
+    not change when the buffer moves."""
+
+    def __init__(self, size: int, spares: Spares | None = None, defer: bool = False):
+        self.size = size
+        self.spares = spares if spares is not None else Spares(limit=3)
+        self.defer = defer  # payload CRCs left to FrameBatch.verify
+        self.seen_records = self.seen_bytes = 0
+        self.starts = np.empty(min(size, 1 << 16), np.int64)
+        self.ends = np.empty(len(self.starts), np.int64)
+        self.stream: _Stream | None = None
+        self.n = 0
+        self.origins: list[tuple[int, str, int]] = []
+        self.follows: tuple[str, int] | None = None  # (path, record) that continues origins[-1]
+
+    def gather(self, s: _Stream, verify: bool, record: int) -> tuple[int, int, int, int, int]:
+        """Walk the whole frames buffered in s from s.start, until the batch is full or
+        they end; returns as _BatchBuilder.gather does."""
+        if self.n == 0:
+            s.keep = s.start
+            self.stream = s
+        pos, good = s.start, 0
+        while True:
+            if self.n == len(self.starts):
+                grown = min(self.size, 2 * self.n)
+                self.starts = np.resize(self.starts, grown)
+                self.ends = np.resize(self.ends, grown)
+            want = min(self.size, len(self.starts)) - self.n
+            status, end, n, length, bad_at = framing.check_frames(
+                s.view[: s.end],
+                pos,
+                want,
+                self.starts,
+                self.ends,
+                self.n,
+                s.base,
+                verify and not self.defer,
+            )
+            if n:
+                if self.follows != (s.path, record + good):
+                    self.origins.append((self.n, s.path, record + good))
+                self.n += n
+                good += n
+                self.follows = (s.path, record + good)
+                self.seen_records += n
+                self.seen_bytes += end - pos
+            pos = end
+            if bad_at >= 0 or status != framing.LIMIT or self.n == self.size:
+                if status == framing.NEED_MORE and bad_at < 0 and self.seen_records:
+                    # room for the rest of the batch by the records seen, and reads that
+                    # stop near its end: what they bring past it moves to the next buffer
+                    left = self.seen_bytes * (self.size - self.n) // self.seen_records
+                    if s.size is None:  # no bound from the file: from what was read
+                        left = min(left, 8 * (pos - s.keep))
+                    s.start = pos  # the buffer may move: positions go with it
+                    s.reserve(left * 17 // 16 + (64 << 10))
+                    s.read_size = min(CHUNK_BYTES, left + (64 << 10))
+                    pos = s.start
+                return status, pos, good, length, bad_at
+
+    def take(self) -> FrameBatch:
+        """The batch so far (the builder starts afresh)."""
+        s, n = self.stream, self.n
+        stop = int(self.ends[n - 1]) + 4 - s.base
+        first = s.base + s.keep
+        data = s.lend(stop)
+        starts, ends = self.starts[:n] - first, self.ends[:n] - first
+        batch = FrameBatch(data, starts, ends, tuple(self.origins), first, not self.defer)
+        self.n = 0
+        self.origins = []
+        self.follows = self.stream = None
+        return batch
+
+
 class _Headers:
     """Frame offsets and payload lengths from a header-only walk, gathered in blocks."""
 
@@ -511,8 +744,13 @@ class _Headers:
         )
 
 
-def _walk_stream(reader: RecordReader, s: _Stream, sink: _BatchBuilder | _Headers, record: int = 0):
-    batch = sink if isinstance(sink, _BatchBuilder) else None
+def _walk_stream(
+    reader: RecordReader,
+    s: _Stream,
+    sink: _BatchBuilder | _FrameBuilder | _Headers,
+    record: int = 0,
+):
+    batch = None if isinstance(sink, _Headers) else sink
     # a local header-only walk seeks over payloads; a remote one reads through (a request
     # per seek would cost more than the bytes it saves)
     seek_headers = batch is None and s.compression is None and not s.remote
