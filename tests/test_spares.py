@@ -1,5 +1,7 @@
 """Read buffers reused across passes: never while a consumer still holds any view of one."""
 
+import weakref
+
 import numpy as np
 
 import tfrecnp as tn
@@ -101,3 +103,24 @@ def test_decoded_batches_a_caller_holds_are_never_written_again(tmp_path):
     assert decoder._spares._buffers
     for out, x in held:
         assert np.array_equal(out, x)
+
+
+def test_ragged_values_of_varying_size_reuse_the_last_blocks_pages(tmp_path):
+    from tfrecnp.example.decode import Decoder
+
+    rng = np.random.default_rng(1)
+    decoder = Decoder({"v": tn.VarLen("int64")})
+    blocks = []
+    for k in range(4):  # values of 1.2-1.3 MiB, a little more or less each block
+        lengths = rng.integers(0, 2 * (150 + 5 * k), 1000)
+        values = rng.integers(-(2**40), 2**40, int(lengths.sum()))
+        tn.write(tmp_path / f"{k}.tfrecord", {"v": tn.Ragged.from_lengths(values, lengths)})
+        blocks.append((next(tn.RecordReader(tmp_path / f"{k}.tfrecord").batches(1000)), values))
+    held = decoder.decode(blocks[0][0])["v"]  # held by the caller: never written again
+    buffer = weakref.ref(decoder.decode(blocks[1][0])["v"].values.base)  # dropped at once
+    for records, values in blocks[2:]:
+        got = decoder.decode(records)["v"].values
+        assert np.array_equal(got, values)
+        assert got.base is buffer()  # the buffer of the block before, kept and reused
+        del got
+    assert np.array_equal(held.values, blocks[0][1])

@@ -51,12 +51,14 @@ class Spares:
     def empty(self, nbytes: int) -> np.ndarray:
         """nbytes of a free listed buffer, else of a fresh one, lent at once: it comes back
         when the array returned and every view of it are gone. Small buffers (under
-        SMALL_BYTES, which the C library recycles itself) are always fresh."""
+        SMALL_BYTES, which the C library recycles itself) are always fresh. A fresh buffer
+        is an eighth larger than asked, so that the next of a run of outputs whose sizes
+        vary a little (the values of a ragged column, block after block) fits it."""
         if nbytes < SMALL_BYTES:
             return np.empty(nbytes, np.uint8)
         buffer = self.take(nbytes)
         if buffer is None:
-            buffer = np.empty(nbytes, np.uint8)
+            buffer = np.empty(nbytes + nbytes // 8, np.uint8)
         self.lend(buffer)
         return buffer[:nbytes]
 

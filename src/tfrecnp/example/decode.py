@@ -233,7 +233,7 @@ class Decoder:
             None if None in ones else list(zip([c.name for c in self._features], ones, strict=True))
         )
         self._local = threading.local()
-        # big fixed-size outputs, reused once their batches are dropped; a few blocks' worth
+        # big outputs, reused once their batches are dropped; a few blocks' worth
         # (what a pass holds at once), so a whole dataset decoded and joined keeps no copy
         self._spares = Spares(limit=8)
         feats = self._features
@@ -396,25 +396,25 @@ class Decoder:
         splits = inner = offs = None
         raw_bytes = 0
         if op in ("var", "var_bytes", "raw_var") or c.section:
-            splits = np.empty(n + 1, np.int64)
+            splits = self._empty((n + 1,), np.int64)
             splits[0] = 0
         if op in ("seq_var", "seq_var_bytes"):
-            inner = np.empty(steps_total + 1, np.int64)
+            inner = self._empty((steps_total + 1,), np.int64)
             inner[0] = 0
         if op == "dense":
             values = self._empty((n, *spec.shape), _WIRE_DTYPE[c.kind])
         elif op in ("var", "seq", "seq_var"):
-            values = np.empty(values_total, _WIRE_DTYPE[c.kind])
+            values = self._empty((values_total,), _WIRE_DTYPE[c.kind])
         elif op in ("dense_bytes", "var_bytes", "seq_bytes", "seq_var_bytes"):
-            values = np.empty(bytes_total, np.uint8)
-            offs = np.empty(values_total + 1, np.int64)
+            values = self._empty((bytes_total,), np.uint8)
+            offs = self._empty((values_total + 1,), np.int64)
             offs[0] = 0
         elif op == "raw":
             values = self._empty((n, *spec.shape), spec.dtype)
         elif op == "seq_raw":
-            values = np.empty((steps_total, *spec.row_shape), spec.dtype)
+            values = self._empty((steps_total, *spec.row_shape), spec.dtype)
         elif op == "raw_var":
-            values = np.empty((bytes_total // c.divisor, *spec.row_shape), spec.dtype)
+            values = self._empty((bytes_total // c.divisor, *spec.row_shape), spec.dtype)
         else:  # raw_any: the -1 resolves from this batch's byte counts, equal in every record
             sizes = table[:, f, _core.ROW_NBYTES]
             raw_bytes = int(sizes[0]) if n else 0
@@ -431,8 +431,8 @@ class Decoder:
         return (values, offs, splits, inner, raw_bytes), (values, offs, splits, inner)
 
     def _empty(self, shape: tuple, dtype: Any) -> np.ndarray:
-        """A fixed-size output from the Decoder's spares: for a big one, the pages of a
-        batch nobody holds any more (fresh ones cost the kernel a fault and a zeroing each)."""
+        """An output from the Decoder's spares: for a big one, the pages of a batch nobody
+        holds any more (fresh ones cost the kernel a fault and a zeroing each)."""
         dtype = np.dtype(dtype)
         return self._spares.empty(math.prod(shape) * dtype.itemsize).view(dtype).reshape(shape)
 
