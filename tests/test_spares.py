@@ -3,6 +3,7 @@
 import weakref
 
 import numpy as np
+import pytest
 
 import tfrecnp as tn
 from tfrecnp._util.spares import Spares
@@ -60,12 +61,17 @@ def test_a_pass_never_writes_into_payloads_a_consumer_still_holds(tmp_path):
     assert taken is not None  # once dropped, the buffers come back
 
 
-def test_a_second_pass_leaves_the_batches_of_the_first_intact(tmp_path):
+@pytest.mark.parametrize("width", [512, 1536])
+def test_a_second_pass_leaves_the_batches_of_the_first_intact(tmp_path, width):
+    # 2 KiB records: several read buffers; 6 KiB: decoded in their frames, and pooled
+    # payloads and decoded bytes of 1 MiB and more come from spares too
     rng = np.random.default_rng(0)
-    data = rng.random((3000, 512), dtype=np.float32)  # 2 KiB records: several read buffers
+    data = rng.random((3000, width), dtype=np.float32)
+    tags = tn.BytesColumn.from_list([row[:100].tobytes() for row in data])
     path = tmp_path / "x.tfrecord"
-    tn.write(path, {"x": data, "i": np.arange(3000)})
-    ds = tn.open(path, {"x": tn.FixedLen((512,), "float32"), "i": tn.FixedLen((), "int64")})
+    tn.write(path, {"x": data, "i": np.arange(3000), "tag": tags})
+    spec = {"x": tn.FixedLen((width,), "float32"), "i": tn.FixedLen((), "int64"), "tag": tn.Bytes()}
+    ds = tn.open(path, spec)
     for shuffle in (False, 500):
         first = list(ds.batches(64, shuffle=shuffle, seed=1))  # held while the next runs
         kept = [{k: np.array(v) for k, v in b.items()} for b in first]
@@ -75,6 +81,7 @@ def test_a_second_pass_leaves_the_batches_of_the_first_intact(tmp_path):
             for name in a:
                 assert np.array_equal(a[name], b[name])  # not written over by the second pass
                 assert np.array_equal(a[name], c[name])
+            assert a["tag"].to_list() == [x[:100].tobytes() for x in b["x"]]
         assert np.array_equal(
             np.concatenate([b["x"] for b in kept])[
                 np.argsort(np.concatenate([b["i"] for b in kept]))

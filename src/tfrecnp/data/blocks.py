@@ -19,12 +19,14 @@ is the pool plus a block or two.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from .._core import framing
+from .._util.spares import Spares
 from ..example.columns import BytesColumn, Column, concat_columns, slice_column, take_column
 from ..format.reader import RecordBatch
 
@@ -112,7 +114,11 @@ def serve(
 
 
 def shuffle_blocks(
-    blocks: Iterable[Block], buffer: int, rng: np.random.Generator, align: int = 1
+    blocks: Iterable[Block],
+    buffer: int,
+    rng: np.random.Generator,
+    align: int = 1,
+    spares: Spares | None = None,
 ) -> Iterator[Block]:
     """The rows of `blocks` in a random order drawn through a pool of `buffer` rows: each
     block joins the pool, and once it holds more than `buffer` rows, a multiple of `align`
@@ -126,7 +132,9 @@ def shuffle_blocks(
     The pool is a list of blocks plus the (block, row) of every row still in it; a block is
     dropped once none of its rows remain. When the blocks held grow past twice what the
     pool needs, the rows left in mostly emptied blocks are copied into one new block, so a
-    row is copied about twice however large the buffer."""
+    row is copied about twice however large the buffer. Bytes columns are gathered into
+    buffers from `spares` when given (the pages of blocks already dropped)."""
+    gather = functools.partial(_gather, spares=spares)
     held: dict[int, Block] = {}
     size = align  # rows per block leaving at the end: the largest block that came in
     live_b = np.empty(0, np.int64)  # block id of each row in the pool
@@ -145,7 +153,7 @@ def shuffle_blocks(
             continue
         leave = rng.permutation(len(live_b))
         out, keep = leave[:going], leave[going:]
-        yield _gather(held, live_b[out], live_r[out], np.arange(going))  # in the drawn order
+        yield gather(held, live_b[out], live_r[out], np.arange(going))  # in the drawn order
         live_b, live_r = live_b[keep], live_r[keep]
         counts = np.bincount(live_b, minlength=next_id)
         ids = np.flatnonzero(counts)
@@ -158,7 +166,7 @@ def shuffle_blocks(
                 continue
             move = np.isin(live_b, sparse)
             kept = int(move.sum())
-            merged = _gather(held, live_b[move], live_r[move], np.arange(kept))
+            merged = gather(held, live_b[move], live_r[move], np.arange(kept))
             for i in sparse.tolist():
                 del held[i]
             held[next_id] = merged
@@ -168,11 +176,15 @@ def shuffle_blocks(
     rest = rng.permutation(len(live_b))  # a block at a time: never the whole pool at once
     for a in range(0, len(rest), size):
         picks = rest[a : a + size]
-        yield _gather(held, live_b[picks], live_r[picks], np.arange(len(picks)))
+        yield gather(held, live_b[picks], live_r[picks], np.arange(len(picks)))
 
 
 def shuffle_records(
-    batches: Iterable[RecordBatch], buffer: int, rng: np.random.Generator, align: int = 1
+    batches: Iterable[RecordBatch],
+    buffer: int,
+    rng: np.random.Generator,
+    align: int = 1,
+    spares: Spares | None = None,
 ) -> Iterator[RecordBatch]:
     """Record payloads in a random order drawn through a pool of `buffer` records (see
     shuffle_blocks): records are shuffled before they are decoded, as tf.data shuffles
@@ -181,7 +193,7 @@ def shuffle_records(
         Block({"": BytesColumn._trusted(b.data, b.offsets)}, len(b), where=b.locator())
         for b in batches
     )
-    for block in shuffle_blocks(blocks, buffer, rng, align):
+    for block in shuffle_blocks(blocks, buffer, rng, align, spares):
         payloads = block.cols[""]
         yield PlacedBatch(payloads.data, payloads.offsets, place=block.where)
 
@@ -199,7 +211,13 @@ class PlacedBatch(RecordBatch):
         return self.place if self.place is not None else super().locator()
 
 
-def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, place: np.ndarray) -> Block:
+def _gather(
+    held: dict[int, Block],
+    ids: np.ndarray,
+    rows: np.ndarray,
+    place: np.ndarray,
+    spares: Spares | None = None,
+) -> Block:
     """The rows (ids[k], rows[k]) of the held blocks, row k at place[k] of the output.
     Bytes columns (the payloads of a shuffle pool) are copied from every block in one core
     call, straight into place; dense columns per block, straight into place; the others
@@ -210,7 +228,7 @@ def _gather(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, place: np
     groups = None
     for name, sample in first.items():
         if isinstance(sample, BytesColumn):
-            cols[name] = _gather_bytes(held, name, ids, rows, place)
+            cols[name] = _gather_bytes(held, name, ids, rows, place, spares)
             continue
         if groups is None:
             groups = _groups(ids, rows, place)
@@ -244,7 +262,12 @@ def _groups(ids: np.ndarray, rows: np.ndarray, place: np.ndarray) -> list:
 
 
 def _gather_bytes(
-    held: dict[int, Block], name: str, ids: np.ndarray, rows: np.ndarray, place: np.ndarray
+    held: dict[int, Block],
+    name: str,
+    ids: np.ndarray,
+    rows: np.ndarray,
+    place: np.ndarray,
+    spares: Spares | None = None,
 ) -> BytesColumn:
     """Bytes column `name`: row rows[k] of block ids[k] to row place[k], in one core call."""
     parts = [b.cols[name] for b in held.values()]
@@ -259,6 +282,7 @@ def _gather_bytes(
     out_offsets = np.zeros(len(ids) + 1, np.int64)
     out_offsets[place + 1] = lengths
     np.cumsum(out_offsets, out=out_offsets)
-    data = np.empty(int(out_offsets[-1]), np.uint8)
+    size = int(out_offsets[-1])
+    data = spares.empty(size) if spares is not None else np.empty(size, np.uint8)
     framing.gather_parts([c.data for c in parts], which, starts, lengths, data, out_offsets[place])
     return BytesColumn._trusted(data, out_offsets)

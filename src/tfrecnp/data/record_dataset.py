@@ -220,15 +220,16 @@ class RecordDataset(Dataset):
         else:  # big records are decoded where they were read, in their frames
             raw = self._stream_batches(block, framed=big)
         pool = shuffle is not True and bool(shuffle)  # shuffle payloads, then decode
+        spares = self._files.spares
         stages = [raw]
         if pool and not big:  # the pool draws in the reading thread: decoding weighs more
-            stages.append(shuffle_records(stages[-1], int(shuffle), rng, block))
+            stages.append(shuffle_records(stages[-1], int(shuffle), rng, block, spares))
         if ahead:  # the next block is read while this one decodes
             stages.append(run_ahead(stages[-1], 1))
             if threads is None and (shuffle or big):
                 threads = max(1, CPUS - 1)  # reading is busy: decoding takes the other cores
         if pool and big:  # the pool draws in this thread: reading big records weighs more
-            stages.append(shuffle_records(stages[-1], int(shuffle), rng, block))
+            stages.append(shuffle_records(stages[-1], int(shuffle), rng, block, spares))
         try:
             for r in stages[-1]:
                 damage = None

@@ -615,12 +615,12 @@ class _BatchBuilder:
             guess = min(guess, 8 * (self.used + length) + CHUNK_BYTES)
         need = self.used + length
         capacity = need + max(guess, 0)
-        if self.data is None:
-            reused = self.spares.take(max(need, need + guess * 16 // 17))
-            self.data = reused if reused is not None else np.empty(capacity, np.uint8)
-            return
-        grown = np.empty(max(capacity, len(self.data) * 3 // 2), np.uint8)
-        grown[: self.used] = self.data[: self.used]
+        if self.data is not None:  # growing: at least by half
+            capacity = max(capacity, len(self.data) * 3 // 2)
+        reused = self.spares.take(max(need, capacity * 16 // 17))
+        grown = reused if reused is not None else np.empty(capacity, np.uint8)
+        if self.data is not None:
+            grown[: self.used] = self.data[: self.used]
         self.data = grown
 
     def take(self) -> RecordBatch:
