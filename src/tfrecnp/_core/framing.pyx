@@ -177,6 +177,22 @@ cdef inline bint header_ok(const uint8_t *p) noexcept nogil:
     return masked(crc32c_of(p, 8)) == load32(p + 8)
 
 
+cdef inline int frame_at(const uint8_t *base, Py_ssize_t pos, Py_ssize_t size,
+                         Py_ssize_t limit, uint64_t *length, bint *have_length) noexcept nogil:
+    """S_LIMIT when a frame whose length CRC checks starts at pos (its 12 header bytes in
+    the size bytes at base) and ends at or before limit, its payload length in length;
+    else S_BAD_LENGTH_CRC, or S_NEED_MORE (have_length set when the length was read)."""
+    if size - pos < 12:
+        return S_NEED_MORE
+    if not header_ok(base + pos):
+        return S_BAD_LENGTH_CRC
+    length[0] = load64(base + pos)
+    if limit - pos < 16 or length[0] > <uint64_t>(limit - pos - 16):
+        have_length[0] = True
+        return S_NEED_MORE
+    return S_LIMIT
+
+
 def has_sse42() -> bool:
     """Whether CRC32C runs on the SSE4.2 crc32 instruction on this CPU."""
     return use_hw
@@ -229,16 +245,8 @@ def scan_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t limit,
     cdef const uint8_t *base = &buf[0] if size else NULL
     with nogil:
         while n < cap:
-            if size - pos < 12:
-                status = S_NEED_MORE
-                break
-            if not header_ok(base + pos):
-                status = S_BAD_LENGTH_CRC
-                break
-            length = load64(base + pos)
-            if limit - pos < 16 or length > <uint64_t>(limit - pos - 16):
-                status = S_NEED_MORE
-                have_length = True
+            status = frame_at(base, pos, size, limit, &length, &have_length)
+            if status != S_LIMIT:
                 break
             starts[n] = pos
             lengths[n] = <int64_t>length
@@ -486,16 +494,8 @@ def check_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t want,
     cdef const uint8_t *base = &buf[0] if size else NULL
     with nogil:
         while n < want:
-            if size - pos < 12:
-                status = S_NEED_MORE
-                break
-            if not header_ok(base + pos):
-                status = S_BAD_LENGTH_CRC
-                break
-            length = load64(base + pos)
-            if size - pos < 16 or length > <uint64_t>(size - pos - 16):
-                status = S_NEED_MORE
-                have_length = True
+            status = frame_at(base, pos, size, size, &length, &have_length)
+            if status != S_LIMIT:
                 break
             if check_crc and (masked(crc32c_of(base + pos + 12, length))
                               != load32(base + pos + 12 + length)):

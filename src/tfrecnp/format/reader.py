@@ -407,18 +407,7 @@ class RecordReader:
         """Batches of exactly batch_size records (the last may be short), across files."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-        batch = _BatchBuilder(batch_size, self.spares)
-        later = np.cumsum([_size_or_zero(p) for p in reversed(self.paths)])[::-1].tolist()
-        try:
-            for k, path in enumerate(self.paths):
-                batch.later_bytes = later[k + 1] if k + 1 < len(later) else 0
-                yield from self._walk(path, batch)
-        except CorruptRecordError:
-            if batch.n:  # the good records before the damage come out first, as in TensorFlow
-                yield batch.take()
-            raise
-        if batch.n:
-            yield batch.take()
+        yield from self._filled(_BatchBuilder(batch_size, self.spares))
 
     def frame_batches(
         self, batch_size: int = 1024, *, defer_crc: bool = False
@@ -431,11 +420,20 @@ class RecordReader:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         defer = defer_crc and self.verify_crc and self.on_error == "raise"
-        batch = _FrameBuilder(batch_size, self.spares, defer)
+        yield from self._filled(_FrameBuilder(batch_size, self.spares, defer))
+
+    def _filled(self, batch: _BatchBuilder | _FrameBuilder) -> Iterator:
+        """The batches `batch` is filled with, over every file (a _FrameBuilder's end with
+        each file: its frames lie in that file's buffers)."""
+        copied = isinstance(batch, _BatchBuilder)
+        if copied:  # bytes the files after each one hold, to size batch buffers by
+            later = np.cumsum([_size_or_zero(p) for p in reversed(self.paths)])[::-1].tolist()
         try:
-            for path in self.paths:
+            for k, path in enumerate(self.paths):
+                if copied:
+                    batch.later_bytes = later[k + 1] if k + 1 < len(later) else 0
                 yield from self._walk(path, batch)
-                if batch.n:
+                if not copied and batch.n:
                     yield batch.take()
         except CorruptRecordError:
             if batch.n:  # the good records before the damage come out first, as in TensorFlow
@@ -527,7 +525,27 @@ def _size_or_zero(path: str) -> int:
         return 0
 
 
-class _BatchBuilder:
+class _Rows:
+    """What a batch builder counts: its rows, the files and records they come from
+    (origins), and the records and bytes seen so far, which size the next buffers."""
+
+    n: int
+    origins: list[tuple[int, str, int]]
+    follows: tuple[str, int] | None  # (path, record) that continues origins[-1]
+    seen_records: int
+    seen_bytes: int
+
+    def _added(self, path: str, record: int, n: int, nbytes: int) -> None:
+        """n rows of nbytes were added: records record.. of path."""
+        if self.follows != (path, record):
+            self.origins.append((self.n, path, record))
+        self.n += n
+        self.follows = (path, record + n)
+        self.seen_records += n
+        self.seen_bytes += nbytes
+
+
+class _BatchBuilder(_Rows):
     """The batch being filled: payloads are gathered straight into its final buffer, chunk
     after chunk and file after file, so no batch is ever sliced or concatenated.
 
@@ -581,13 +599,8 @@ class _BatchBuilder:
             if bad >= 0:
                 n = bad
             if n:
-                if self.follows != (s.path, record + good):
-                    self.origins.append((self.n, s.path, record + good))
-                self.n += n
+                self._added(s.path, record + good, n, used - self.used)
                 good += n
-                self.follows = (s.path, record + good)
-                self.seen_records += n
-                self.seen_bytes += used - self.used
                 self.used = used
             if bad >= 0:
                 return status, pos, good, length, bad_at
@@ -633,7 +646,7 @@ class _BatchBuilder:
         return batch
 
 
-class _FrameBuilder:
+class _FrameBuilder(_Rows):
     """The batch being walked in place: its frames stay in the stream's buffer, checked
     (unless deferred) as they come, and are handed out with it; the stream goes on in
     another buffer, from the reader's spares, so nothing a consumer holds is written again.
@@ -678,13 +691,8 @@ class _FrameBuilder:
                 verify and not self.defer,
             )
             if n:
-                if self.follows != (s.path, record + good):
-                    self.origins.append((self.n, s.path, record + good))
-                self.n += n
+                self._added(s.path, record + good, n, end - pos)
                 good += n
-                self.follows = (s.path, record + good)
-                self.seen_records += n
-                self.seen_bytes += end - pos
             pos = end
             if bad_at >= 0 or status != framing.LIMIT or self.n == self.size:
                 if status == framing.NEED_MORE and bad_at < 0 and self.seen_records:
