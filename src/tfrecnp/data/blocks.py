@@ -151,9 +151,10 @@ def shuffle_blocks(
         going = (len(live_b) - buffer) // align * align
         if going <= 0:
             continue
-        leave = rng.permutation(len(live_b))
-        out, keep = leave[:going], leave[going:]
-        yield gather(held, live_b[out], live_r[out], np.arange(going))  # in the drawn order
+        out = rng.choice(len(live_b), going, replace=False)  # in a random order
+        yield gather(held, live_b[out], live_r[out], np.arange(going))
+        keep = np.ones(len(live_b), bool)
+        keep[out] = False
         live_b, live_r = live_b[keep], live_r[keep]
         counts = np.bincount(live_b, minlength=next_id)
         ids = np.flatnonzero(counts)
