@@ -1,12 +1,13 @@
 """Record payloads -> NumPy columns: a spec compiled once, batches decoded in one call.
 
 `Decoder(spec)` turns a spec into a plan for the compiled core (`tfrecnp._core.decode`);
-`decoder.decode(batch)` decodes a `RecordBatch` (or a list of payloads) into a
-``dict[str, column]``. The core walks each batch twice without the GIL -- once to find
-and check every spec feature of every record, once to copy the values into outputs sized
-exactly from the first pass -- and large batches are split into chunks decoded by parallel
-threads. This module sizes the outputs, turns the core's status codes into errors that
-name file, record, feature and byte, and wraps buffers as columns.
+`decoder.decode(batch)` decodes a `RecordBatch` (or a list of payloads, or a `FrameBatch`
+of records still in the frames they were read into) into a ``dict[str, column]``. The core
+walks each batch twice without the GIL -- once to find and check every spec feature of
+every record, once to copy the values into outputs sized exactly from the first pass --
+and large batches are split into chunks decoded by parallel threads. This module sizes the
+outputs, turns the core's status codes into errors that name file, record, feature and
+byte, and wraps buffers as columns.
 
 Which rules are protobuf's and which TensorFlow's: unknown fields are skipped (protobuf;
 TensorFlow's fast parser rejects some), the last of duplicate map keys wins (both), a
@@ -295,7 +296,8 @@ class Decoder:
         """Decode every record of the batch; returns {name: column} in spec order.
 
         threads: how many chunks to decode at once (default: the Decoder's, else the
-        number of cores); small batches always decode in one piece.
+        number of cores); small batches always decode in one piece. A FrameBatch whose
+        payload CRCs were left for later has them checked first (CorruptRecordError).
         """
         if isinstance(batch, FrameBatch):  # records still in their frames decode there
             batch, damage = batch.verify()
