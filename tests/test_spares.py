@@ -1,5 +1,6 @@
 """Read buffers reused across passes: never while a consumer still holds any view of one."""
 
+import threading
 import weakref
 
 import numpy as np
@@ -131,3 +132,27 @@ def test_ragged_values_of_varying_size_reuse_the_last_blocks_pages(tmp_path):
         assert got.base is buffer()  # the buffer of the block before, kept and reused
         del got
     assert np.array_equal(held.values, blocks[0][1])
+
+
+def test_a_decode_whose_helper_has_not_started_holds_no_buffer(tmp_path):
+    # found in CI: a helper thread that had not started when the decode returned still
+    # held the decode's work, and so its outputs: their pages were not reused
+    from tfrecnp.example import decode as dec
+
+    pool = dec.executor()
+    release = threading.Event()
+    blockers = [pool.submit(release.wait) for _ in range(pool._max_workers)]
+    try:
+        buffer = np.zeros(1 << 20, np.uint8)
+        seen = weakref.ref(buffer)
+
+        def piece(k: int, data: np.ndarray = buffer) -> int:
+            return int(data[k])
+
+        assert dec._run_parallel(piece, 4, 2) == [0, 0, 0, 0]  # every piece done here
+        del piece, buffer
+        assert seen() is None  # the helper, still queued, refers to none of it
+    finally:
+        release.set()
+        for b in blockers:
+            b.result()

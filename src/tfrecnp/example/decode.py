@@ -90,7 +90,10 @@ def _run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
     """[fn(0), ..., fn(count - 1)], computed by this thread and up to workers - 1 pool
     threads taking pieces from a shared counter. The caller never waits for a helper
     that has not started (on a busy machine it may not get a core for milliseconds): it
-    does the work itself, and waits only for pieces a helper already took."""
+    does the work itself, and waits only for pieces a helper already took. Once it
+    returns, no helper refers to fn any more (one that starts late finds nothing), so the
+    buffers fn reads and fills are free for reuse (Spares) as soon as the caller drops
+    them."""
     if count <= 1 or workers <= 1:
         return [fn(k) for k in range(count)]
     results: list[Any] = [None] * count
@@ -98,6 +101,7 @@ def _run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
     lock = threading.Lock()
     taken = [0, 0]  # pieces taken, pieces finished
     finished = threading.Event()
+    job = [fn]  # emptied when every piece is done
 
     def work() -> None:
         while True:
@@ -106,10 +110,12 @@ def _run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
                 if k >= count:
                     return
                 taken[0] += 1
+                piece = job[0]
             try:
-                results[k] = fn(k)
+                results[k] = piece(k)
             except BaseException as e:  # re-raised by the caller
                 errors.append(e)
+            del piece  # not held past the last piece
             with lock:
                 taken[1] += 1
                 if taken[1] == count:
@@ -120,6 +126,7 @@ def _run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
         pool.submit(work)
     work()
     finished.wait()
+    job.clear()
     if errors:
         raise errors[0]
     return results
