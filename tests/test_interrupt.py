@@ -207,3 +207,19 @@ def test_ctrl_c_during_a_lazy_import_stays_a_keyboard_interrupt(tmp_path, monkey
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(KeyboardInterrupt):
         require("interrupted_module", "zarr")
+
+
+def test_ctrl_c_during_the_first_use_of_a_name_stays_a_keyboard_interrupt(tmp_path, monkeypatch):
+    # `tn.open` imports its module on first use; seen in the interrupt test above as
+    # RuntimeError while the standard library's ipaddress made a class
+    (tmp_path / "interrupted_module.py").write_text(
+        "class Field:\n"
+        "    def __set_name__(self, owner, name):\n"
+        "        raise KeyboardInterrupt\n"
+        "class Metadata:\n"
+        "    attributes = Field()\n"
+    )
+    monkeypatch.setattr(tn, "__path__", [*tn.__path__, str(tmp_path)])
+    monkeypatch.setitem(tn._HOMES, "Metadata", "interrupted_module")
+    with pytest.raises(KeyboardInterrupt):
+        tn.Metadata  # noqa: B018

@@ -10,7 +10,6 @@ This module is the one public face. Each name is imported from its layer on firs
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
@@ -110,7 +109,9 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'tfrecnp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    from ._util.optional import import_module  # (a Ctrl-C here stays KeyboardInterrupt)
+
+    value = getattr(import_module(f".{home}", __name__), name)
     globals()[name] = value  # later lookups skip this function
     return value
 

@@ -16,10 +16,25 @@ def install_hint(module: str, extra: str) -> ImportError:
 def require(module: str, extra: str) -> ModuleType:
     """Import `module`, or raise ImportError with the pip line of the extra that has it."""
     try:
-        return importlib.import_module(module)
+        return import_module(module)
     except ImportError:
         raise install_hint(module.split(".")[0], extra) from None
-    except RuntimeError as e:  # Python 3.11 wraps a Ctrl-C that lands while the module
-        if isinstance(e.__cause__, KeyboardInterrupt):  # makes a class (in __set_name__)
-            raise e.__cause__ from None
+
+
+def import_module(name: str, package: str | None = None) -> ModuleType:
+    """importlib.import_module, for imports made late (lazily, on first use): a Ctrl-C
+    that lands while the module makes a class stays a KeyboardInterrupt."""
+    try:
+        return importlib.import_module(name, package)
+    except RuntimeError as e:
+        interrupt = wrapped_interrupt(e)
+        if interrupt is not None:
+            raise interrupt from None
         raise
+
+
+def wrapped_interrupt(error: RuntimeError) -> KeyboardInterrupt | None:
+    """The Ctrl-C inside `error`, when Python 3.11 wrapped one that landed while a class
+    was being made (in __set_name__, say during a lazy `import zarr`), else None."""
+    cause = error.__cause__
+    return cause if isinstance(cause, KeyboardInterrupt) else None

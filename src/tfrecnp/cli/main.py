@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._util import fs
+from .._util.optional import wrapped_interrupt
 from .._util.progress import Progress
 from .._util.text import format_count, format_size
 from .._version import __version__
@@ -820,8 +821,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except KeyboardInterrupt:  # Ctrl-C: outputs were built under hidden names and removed
         return _interrupted(args.command)
-    except RuntimeError as e:  # Python 3.11 wraps a Ctrl-C that lands while a class is made
-        if isinstance(e.__cause__, KeyboardInterrupt):  # (say, in a lazy `import zarr`)
+    except RuntimeError as e:  # lazy imports outside `require` (tensorflow, PIL) too
+        if wrapped_interrupt(e) is not None:
             return _interrupted(args.command)
         raise
 

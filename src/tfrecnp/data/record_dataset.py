@@ -30,7 +30,7 @@ from ..errors import CorruptRecordError, CorruptRecordWarning
 from ..example.decode import CPUS, Decoder
 from ..example.image import ImageDecodeError
 from ..example.padding import feature_names
-from ..format.reader import FrameBatch, RecordBatch, RecordReader
+from ..format.reader import FrameBatch, Payloads, RecordBatch, RecordReader
 from .blocks import Block, shuffle_records
 from .dataset import Batch, Dataset, _nbytes
 from .files import LOC_BITS, Files, read_one, read_rows, read_span
@@ -143,9 +143,7 @@ class RecordDataset(Dataset):
     def _decode(self, batch: RecordBatch, threads: int | None = None) -> Batch:
         return self._decode_kept(batch, threads)[0]
 
-    def _decode_kept(
-        self, batch: RecordBatch | FrameBatch, threads: int | None = None
-    ) -> tuple[Batch, RecordBatch | FrameBatch]:
+    def _decode_kept(self, batch: Payloads, threads: int | None = None) -> tuple[Batch, Payloads]:
         """(columns, the records they hold): with on_error="skip" / "warn", records whose
         images do not decode are dropped and listed like damaged frames."""
         while True:
@@ -156,7 +154,7 @@ class RecordDataset(Dataset):
                     raise
                 batch = self._drop_images(batch, error)
 
-    def _drop_images(self, batch: RecordBatch | FrameBatch, error: ImageDecodeError) -> RecordBatch:
+    def _drop_images(self, batch: Payloads, error: ImageDecodeError) -> RecordBatch:
         if isinstance(batch, FrameBatch):
             batch = batch.packed()
         for row in error.rows:
@@ -256,9 +254,7 @@ class RecordDataset(Dataset):
                 out.append((f, a - lo, b - lo))
         return out
 
-    def _stream_batches(
-        self, batch_size: int, framed: bool = False
-    ) -> Iterator[RecordBatch | FrameBatch]:
+    def _stream_batches(self, batch_size: int, framed: bool = False) -> Iterator[Payloads]:
         """Sequential batches of payloads (any compression), exactly batch_size records
         except the last. framed: a whole pass leaves records in their frames (decoded
         there, without a copy), and a file's last batch may be short."""

@@ -33,7 +33,7 @@ from .._core import decode as _core
 from .._util.spares import Spares
 from .._util.text import format_count, format_shape
 from ..errors import CorruptRecordError, SchemaError
-from ..format.reader import FrameBatch, RecordBatch
+from ..format.reader import FrameBatch, Payloads, RecordBatch
 from .columns import BytesColumn, Column, Ragged
 from .spec import (
     KIND_BYTES,
@@ -70,8 +70,6 @@ _WIRE_DTYPE = {KIND_FLOAT: np.dtype(np.float32), KIND_INT64: np.dtype(np.int64)}
 _ONE_ROW = np.zeros((1, _core.ROW_FIELDS), np.int64)  # a batch of one, for _wrap
 _pools: dict[str, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
-
-Framed = RecordBatch | FrameBatch  # payloads back to back, or still in their frames
 
 
 def executor(kind: str = "chunks") -> ThreadPoolExecutor:
@@ -297,9 +295,7 @@ class Decoder:
         bounds = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
         return list(itertools.pairwise(bounds))
 
-    def decode(
-        self, batch: RecordBatch | FrameBatch | Iterable[bytes], *, threads: int | None = None
-    ) -> Batch:
+    def decode(self, batch: Payloads | Iterable[bytes], *, threads: int | None = None) -> Batch:
         """Decode every record of the batch; returns {name: column} in spec order.
 
         threads: how many chunks to decode at once (default: the Decoder's, else the
@@ -445,9 +441,7 @@ class Decoder:
         dtype = np.dtype(dtype)
         return self._spares.empty(math.prod(shape) * dtype.itemsize).view(dtype).reshape(shape)
 
-    def _wrap(
-        self, c: _Compiled, arrays: tuple, rows: np.ndarray, batch: RecordBatch | FrameBatch
-    ) -> Column:
+    def _wrap(self, c: _Compiled, arrays: tuple, rows: np.ndarray, batch: Payloads) -> Column:
         values, offs, splits, inner = arrays
         spec, op = c.spec, c.op
         if op in ("raw", "raw_any"):
@@ -514,7 +508,7 @@ class Decoder:
 
     # -- errors ----------------------------------------------------------------------
 
-    def _scan_error(self, batch: Framed, table: np.ndarray, status: tuple) -> Exception:
+    def _scan_error(self, batch: Payloads, table: np.ndarray, status: tuple) -> Exception:
         code, r, a, b = status
         if code == _core.BAD_OFFSETS:
             return ValueError(
@@ -526,7 +520,7 @@ class Decoder:
         row = table[r, a]
         return SchemaError(_schema_message(c, _core.SCHEMA_CODES[b], row, _where(batch, r)))
 
-    def _malformed(self, batch: Framed, r: int, offset: int, detail: tuple) -> Exception:
+    def _malformed(self, batch: Payloads, r: int, offset: int, detail: tuple) -> Exception:
         reason_code, where_code, feature, a, b = detail
         inside = f" of {self._features[feature].label}" if feature >= 0 else ""
         kind = "SequenceExample" if self.sequence else "Example"
@@ -561,7 +555,7 @@ def _corrupt(reason: str, path: str, record: int, offset: int) -> CorruptRecordE
     return error
 
 
-def _where(batch: Framed, r: int) -> str:
+def _where(batch: Payloads, r: int) -> str:
     path, record = batch.where(r)
     return f"{path} record {record}"
 

@@ -41,6 +41,7 @@ from .sniff import is_frame, what_is
 
 __all__ = [
     "FrameBatch",
+    "Payloads",
     "RecordBatch",
     "RecordReader",
     "count_records",
@@ -77,8 +78,24 @@ def file_compression(path: PathLike, compression: str | None = "auto") -> str | 
     return detect_compression(fs.read_head(path, 12))
 
 
+class _Origins:
+    """Where a batch's rows come from: `origins` lists (first row, path, record index in
+    that file) for each run of consecutive records the batch draws on."""
+
+    origins: tuple[tuple[int, str, int], ...]
+
+    def where(self, row: int) -> tuple[str, int]:
+        """(path, record index in that file) of row `row` of this batch."""
+        return _locate(self.origins, row)
+
+    def locator(self) -> Callable[[int], tuple[str, int]]:
+        """`where` without the batch: it holds the rows' origins, not their bytes, so what
+        keeps it (a decoded block naming its records) does not keep the payloads alive."""
+        return functools.partial(_locate, self.origins)
+
+
 @dataclass(frozen=True)
-class RecordBatch:
+class RecordBatch(_Origins):
     """Payloads of consecutive records: record i is data[offsets[i]:offsets[i + 1]].
 
     origins lists (first row, path, record index in that file) for each file the batch
@@ -125,15 +142,6 @@ class RecordBatch:
         """Payload bytes."""
         return int(self.offsets[-1] - self.offsets[0])
 
-    def where(self, row: int) -> tuple[str, int]:
-        """(path, record index in that file) of row `row` of this batch."""
-        return _locate(self.origins, row)
-
-    def locator(self) -> Callable[[int], tuple[str, int]]:
-        """`where` without the batch: it holds the rows' origins, not their bytes, so what
-        keeps it (a decoded block naming its records) does not keep the payloads alive."""
-        return functools.partial(_locate, self.origins)
-
     def slice(self, start: int, stop: int) -> RecordBatch:
         """Rows start..stop as a view on the same buffer (no copy)."""
         offsets = self.offsets[start : stop + 1]
@@ -163,7 +171,7 @@ class RecordBatch:
 
 
 @dataclass(frozen=True)
-class FrameBatch:
+class FrameBatch(_Origins):
     """Records left in the frames they were read in: payload i is data[starts[i]:ends[i]],
     with frame headers between. A pass decodes straight from them, so payloads (16 KiB
     tensors, images) are not copied out of their frames first; `packed()` gives the
@@ -187,11 +195,9 @@ class FrameBatch:
         if bad < 0:
             return dataclasses.replace(self, verified=True), None
         a, b = int(self.starts[bad]), int(self.ends[bad])
-        stored = int.from_bytes(self.data[b : b + 4].tobytes(), "little")
-        computed = framing.mask_crc(framing.crc32c(self.data[a:b]))
         path, record = self.where(bad)
         error = CorruptRecordError(
-            f"payload CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})",
+            _payload_crc_reason(memoryview(self.data), a - 12, b - a),
             path=path,
             record=record,
             offset=self.offset + a - 12,
@@ -209,12 +215,6 @@ class FrameBatch:
         """Payload bytes."""
         return int((self.ends - self.starts).sum())
 
-    def where(self, row: int) -> tuple[str, int]:
-        return _locate(self.origins, row)
-
-    def locator(self) -> Callable[[int], tuple[str, int]]:
-        return functools.partial(_locate, self.origins)
-
     def packed(self) -> RecordBatch:
         """The payloads back to back, copied out of their frames."""
         lengths = self.ends - self.starts
@@ -223,6 +223,9 @@ class FrameBatch:
         data = np.empty(int(offsets[-1]), np.uint8)
         framing.gather_ranges(self.data, self.starts, lengths, data)
         return RecordBatch(data, offsets, self.origins)
+
+
+Payloads = RecordBatch | FrameBatch  # back to back, or still in their frames
 
 
 def _locate(origins: tuple, row: int) -> tuple[str, int]:
