@@ -62,3 +62,96 @@ def pipeline(raw: Iterator, fn: Callable, prefetch: int) -> Iterator:
     if prefetch == 0:
         return map(fn, raw)
     return run_ahead(run_ahead(raw, prefetch), prefetch, fn)
+
+
+def ordered_map(items: Iterator, fn: Callable, workers: int) -> Iterator:
+    """fn over items by `workers` threads, the results in the items' order. Each worker
+    takes the next item itself, under a lock (so `items`, reading files say, runs in one
+    thread at a time and in order), then applies fn alongside the others: with two
+    workers one reads while the other decodes, and both decode while reading waits. At
+    most `workers` items are taken beyond the last result consumed. An exception surfaces
+    in the caller at the item that raised it; closing the returned generator stops the
+    workers and closes `items`."""
+    reading = threading.Lock()  # held while items runs
+    cond = threading.Condition()  # guards the rest
+    results: dict[int, tuple] = {}
+    taken = consumed = 0
+    ended = stop = closed = False
+
+    def close_items() -> None:  # with `reading` held
+        nonlocal closed
+        if not closed:
+            closed = True
+            close = getattr(items, "close", None)
+            if close is not None:
+                close()
+
+    def work() -> None:
+        nonlocal taken, ended
+        while True:
+            with reading:
+                with cond:
+                    while not (stop or ended) and taken - consumed >= workers:
+                        cond.wait()
+                    if stop or ended:
+                        return
+                    k = taken
+                    taken += 1
+                try:
+                    entry: tuple = (_ITEM, next(items))
+                except StopIteration:
+                    entry = (_DONE, None)
+                except BaseException as e:  # raised in the caller, in its turn
+                    entry = (_ERROR, e)
+                if stop:  # the caller has gone, and may not have been able to close items
+                    close_items()
+                    return
+            if entry[0] == _ITEM:
+                try:
+                    entry = (_ITEM, fn(entry[1]))
+                except BaseException as e:
+                    entry = (_ERROR, e)
+            with cond:
+                results[k] = entry
+                if entry[0] != _ITEM:
+                    ended = True
+                cond.notify_all()
+            del entry
+
+    def consume() -> Iterator:
+        nonlocal consumed, stop
+        threads = [
+            threading.Thread(target=work, name="tfrecnp-decode", daemon=True)
+            for _ in range(workers)
+        ]
+        try:
+            for thread in threads:
+                thread.start()
+            k = 0
+            while True:
+                with cond:
+                    while k not in results:
+                        cond.wait()
+                    kind, value = results.pop(k)
+                    consumed = k = k + 1
+                    cond.notify_all()
+                if kind == _DONE:
+                    return
+                if kind == _ERROR:
+                    raise value
+                yield value
+                del value
+        finally:
+            with cond:
+                stop = True
+                cond.notify_all()
+            for thread in threads:
+                if thread.is_alive():
+                    thread.join(timeout=5)
+            if reading.acquire(timeout=5):  # else a worker stuck in items closes it
+                try:
+                    close_items()
+                finally:
+                    reading.release()
+
+    return consume()

@@ -1,0 +1,133 @@
+"""ordered_map, the crew that reads and decodes blocks: results in order, the source in
+one thread at a time, bounded look-ahead, errors in their turn, and a clean stop."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from tfrecnp._util.threads import ordered_map
+
+
+class Source:
+    """Numbers 0..n-1, noting how far it was taken and whether two threads were ever in it
+    at once; `fail_at` raises there instead of yielding."""
+
+    def __init__(self, n: int, fail_at: int | None = None, delay: float = 0.0):
+        self.n, self.fail_at, self.delay = n, fail_at, delay
+        self.taken = 0
+        self.inside = 0
+        self.overlapped = False
+        self.order: list[int] = []
+        self.closed = False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> int:
+        self.inside += 1
+        self.overlapped |= self.inside > 1
+        try:
+            time.sleep(self.delay)
+            if self.taken == self.fail_at:
+                raise OSError(f"read failed at {self.taken}")
+            if self.taken >= self.n:
+                raise StopIteration
+            self.order.append(self.taken)
+            self.taken += 1
+            return self.taken - 1
+        finally:
+            self.inside -= 1
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _slow_square(x: int) -> int:
+    time.sleep(random.random() * 0.002)  # finishing out of order
+    return x * x
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_results_come_in_order_and_the_source_runs_alone(workers):
+    source = Source(200, delay=0.0002)
+    assert list(ordered_map(source, _slow_square, workers)) == [x * x for x in range(200)]
+    assert source.order == list(range(200))
+    assert not source.overlapped
+    assert source.closed
+
+
+def test_results_are_made_in_parallel():
+    started, both = threading.Barrier(2, timeout=5), []
+
+    def meet(x: int) -> int:
+        started.wait()  # only returns once two items are in fn at the same time
+        both.append(x)
+        return x
+
+    assert list(ordered_map(Source(4), meet, 2)) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_the_source_runs_at_most_workers_items_ahead(workers):
+    source = Source(50)
+    results = ordered_map(source, lambda x: x, workers)
+    for consumed, x in enumerate(results, start=1):
+        time.sleep(0.002)  # time for the workers to run ahead as far as they may
+        assert x == consumed - 1
+        assert source.taken <= consumed + workers
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_error_in_fn_comes_after_the_results_before_it(workers):
+    def fn(x: int) -> int:
+        if x == 7:
+            raise ValueError("bad item 7")
+        return _slow_square(x)
+
+    got = []
+    with pytest.raises(ValueError, match="bad item 7"):
+        for x in ordered_map(Source(100), fn, workers):
+            got.append(x)
+    assert got == [x * x for x in range(7)]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_an_error_in_the_source_comes_after_the_results_before_it(workers):
+    source = Source(100, fail_at=5)
+    got = []
+    with pytest.raises(OSError, match="read failed at 5"):
+        for x in ordered_map(source, _slow_square, workers):
+            got.append(x)
+    assert got == [x * x for x in range(5)]
+    assert source.closed
+
+
+def _crew() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "tfrecnp-decode"}
+
+
+@pytest.mark.parametrize("how", ["close", "break", "del"])
+def test_stopping_early_ends_the_workers_and_closes_the_source(how):
+    before = _crew()
+    source = Source(10_000)
+    results = ordered_map(source, _slow_square, 2)
+    assert next(results) == 0
+    assert _crew() - before
+    if how == "close":
+        results.close()
+    elif how == "break":
+        for _ in results:
+            break
+        results.close()
+    else:
+        del results
+    deadline = time.monotonic() + 5
+    while _crew() - before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _crew() - before == set()
+    assert source.closed
+    assert source.taken < 10
