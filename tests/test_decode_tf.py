@@ -388,6 +388,60 @@ def test_hand_encoded_variants_match_tensorflow(tf, packed):
     assert ours["b"].to_list() == theirs["b"].to_list() == [[b"x", b""]]
 
 
+def _length(n: int, width: int | None) -> bytes:
+    """n as a varint of `width` bytes (padded: non-canonical), or canonical when None or
+    when n needs more."""
+    canonical = len(_pw().varint(n))
+    width = canonical if width is None else max(width, canonical)
+    return bytes(((n >> 7 * i) & 0x7F) | (0x80 if i < width - 1 else 0) for i in range(width))
+
+
+def _pw():
+    import protowire
+
+    return protowire
+
+
+@pytest.mark.parametrize("width", [None, 2, 3])
+def test_one_list_features_of_any_length_encoding_match_tensorflow(tf, width):
+    """A Feature holding one list of one packed block or one bytes value is read by a short
+    path in the core: lengths of one, two and three bytes, canonical or padded, read as
+    TensorFlow reads them."""
+    import struct
+
+    pw = _pw()
+
+    def feature(kind: int, payload: bytes) -> bytes:
+        body = pw.tag(1, pw.DELIMITED) + _length(len(payload), width) + payload
+        return pw.tag(kind, pw.DELIMITED) + _length(len(body), width) + body
+
+    rng = np.random.default_rng(0)
+    records, want = [], {"f": [], "i": [], "b": []}
+    for n in (0, 1, 31, 32, 33, 4095, 4096):  # float blocks of 0 .. 16 384 bytes
+        floats = rng.random(n, dtype=np.float32)
+        ints = rng.integers(-(2**40), 2**40, n).tolist()
+        raw = rng.bytes(n * 4 + n % 3)
+        packed_ints = b"".join(pw.varint(v) for v in ints)
+        entries = [
+            pw.entry("f", feature(pw.FLOAT, struct.pack(f"<{n}f", *floats))),
+            pw.entry("i", feature(pw.INT64, packed_ints)),
+            pw.entry("b", feature(pw.BYTES, raw)),
+        ]
+        records.append(pw.example(pw.features(entries)))
+        want["f"].append(floats.tolist())
+        want["i"].append(ints)
+        want["b"].append([raw])
+    tf_spec = {
+        "f": tf.io.RaggedFeature(tf.float32, row_splits_dtype=tf.int64),
+        "i": tf.io.RaggedFeature(tf.int64, row_splits_dtype=tf.int64),
+        "b": tf.io.RaggedFeature(tf.string, row_splits_dtype=tf.int64),
+    }
+    theirs = tf.io.parse_example(records, tf_spec)
+    ours = tn.decode(records, tf_spec)
+    for name in tf_spec:
+        assert ours[name].to_list() == theirs[name].to_list() == want[name], name
+
+
 def test_zero_width_fixed_len_matches_tensorflow(tf, tmp_path):
     path = str(tmp_path / "z.tfrecord")
     for dtype, tf_dtype in [("S1", tf.string), ("float32", tf.float32), ("int64", tf.int64)]:

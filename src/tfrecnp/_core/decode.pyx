@@ -584,6 +584,63 @@ cdef inline const uint8_t *scan_feature(Ctx *c, const uint8_t *p, const uint8_t 
     return p
 
 
+cdef inline int64_t short_length(const uint8_t **pp, const uint8_t *end) noexcept nogil:
+    """A length of one or two varint bytes at pp[0] (then moved past it), or -1."""
+    cdef const uint8_t *p = pp[0]
+    if end - p >= 1 and p[0] < 0x80:
+        pp[0] = p + 1
+        return p[0]
+    if end - p >= 2 and p[1] < 0x80:
+        pp[0] = p + 2
+        return (p[0] & 0x7F) | (<int64_t>p[1] << 7)
+    return -1
+
+
+cdef inline int one_block(Ctx *c, const uint8_t *val, const uint8_t *end, int *kind,
+                          int64_t *count, int64_t *nbytes, const uint8_t **block) noexcept nogil:
+    """The usual Feature, one list field holding one packed block of numbers or one bytes
+    value (at block[0]..end), read without the general walk: 1 (kind, count and bytes as
+    scan_feature finds them), 0 (some other shape, for scan_feature) or -1 (a malformed
+    packed int64 list, as scan_feature finds it)."""
+    cdef const uint8_t *p = val + 1
+    cdef int64_t n
+    if end - val < 4 or (val[0] != 0x0A and val[0] != 0x12 and val[0] != 0x1A):
+        return 0
+    kind[0] = val[0] >> 3
+    n = short_length(&p, end)
+    if n != end - p or n < 2 or p[0] != 0x0A:  # the list: one field, values [1] packed
+        return 0
+    p += 1
+    n = short_length(&p, end)
+    if n != end - p or (kind[0] == KIND_FLOAT and n & 3):
+        return 0
+    block[0] = p
+    nbytes[0] = 0
+    if kind[0] == KIND_BYTES:
+        count[0] = 1
+        nbytes[0] = n
+    elif kind[0] == KIND_FLOAT:
+        count[0] = n >> 2
+    else:
+        count[0] = 0
+        if count_varints(c, p, end, count) == NULL:
+            return -1
+    return 1
+
+
+cdef inline bint feature(Ctx *c, const uint8_t *p, const uint8_t *end, FScan *fs) noexcept nogil:
+    """scan_feature, with the usual shape read directly; False when malformed."""
+    cdef int got = one_block(c, p, end, &fs.kind, &fs.count, &fs.nbytes, &fs.block)
+    if got == 0:
+        return scan_feature(c, p, end, fs) != NULL
+    fs.run = p
+    fs.pieces = 1
+    fs.block_end = end
+    fs.first = fs.block if fs.kind == KIND_BYTES else NULL
+    fs.first_len = fs.nbytes
+    return got > 0
+
+
 cdef inline const uint8_t *map_entry(Ctx *c, const uint8_t *p, const uint8_t *end, int where,
                               const uint8_t **key, int64_t *key_len,
                               const uint8_t **val, const uint8_t **val_end) noexcept nogil:
@@ -731,7 +788,7 @@ cdef const uint8_t *scan_feature_list(Ctx *c, const FeatPlan *fp, const uint8_t 
         p = delimited(c, p, end, &q, W_FEATURE_LIST)
         if p == NULL:
             return NULL
-        if scan_feature(c, p, q, &fs) == NULL:
+        if not feature(c, p, q, &fs):
             return NULL
         step_check(fp, row, row[R_STEPS], &fs)
         row[R_COUNT] += fs.count
@@ -756,7 +813,9 @@ cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
     cdef const uint8_t *val_end
     cdef int64_t key_len
     cdef int64_t *row
-    cdef int entry = 0
+    cdef int entry = 0, got, kind
+    cdef int64_t count, nbytes
+    cdef const uint8_t *block
     cdef FScan fs
     while p < end:
         at = p
@@ -794,8 +853,22 @@ cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
                 fs.pieces = 0
                 fs.run = q
                 val_end = q
-            elif scan_feature(c, val, val_end, &fs) == NULL:
-                return NULL
+            else:
+                got = one_block(c, val, val_end, &kind, &count, &nbytes, &block)
+                if got < 0:
+                    return NULL
+                if got > 0:  # straight to the row: fs would go through memory
+                    row[R_START] = val - c.base
+                    row[R_END] = val_end - c.base
+                    row[R_COUNT] = count
+                    row[R_NBYTES] = nbytes
+                    row[R_KIND] = kind
+                    row[R_BLOCK] = block - c.base
+                    row[R_BLOCK_END] = val_end - c.base
+                    c.feature = -1
+                    continue
+                if scan_feature(c, val, val_end, &fs) == NULL:
+                    return NULL
             row[R_START] = fs.run - c.base
             row[R_END] = val_end - c.base
             row[R_COUNT] = fs.count
@@ -1185,7 +1258,7 @@ cdef bint fill_steps(Ctx *c, const FeatPlan *fp, const uint8_t *p, const uint8_t
         p = delimited(c, p, end, &q, W_FEATURE_LIST)
         if p == NULL:
             return False
-        if scan_feature(c, p, q, &fs) == NULL:
+        if not feature(c, p, q, &fs):
             return False
         if fs.kind != 0:
             limit = fp.raw_bytes if fp.op == OP_SEQ_RAW else (
