@@ -466,8 +466,8 @@ cdef inline const uint8_t *count_varints(Ctx *c, const uint8_t *p, const uint8_t
     return p
 
 
-cdef inline const uint8_t *scan_list(Ctx *c, int kind, const uint8_t *p, const uint8_t *end,
-                              FScan *fs) noexcept nogil:
+cdef inline const uint8_t *scan_list(Ctx *c, int kind, const uint8_t *p,
+                                     const uint8_t *end, FScan *fs) noexcept nogil:
     """Adds the values of one BytesList / FloatList / Int64List message to fs."""
     cdef uint64_t field, v
     cdef int wt
@@ -541,7 +541,7 @@ cdef inline const uint8_t *scan_list(Ctx *c, int kind, const uint8_t *p, const u
 
 
 cdef inline const uint8_t *scan_feature(Ctx *c, const uint8_t *p, const uint8_t *end,
-                                 FScan *fs) noexcept nogil:
+                                        FScan *fs) noexcept nogil:
     """Kind, value count and bytes of one Feature message; fs.run is where the run of
     list fields of the final kind starts (an earlier member of the oneof is dropped)."""
     cdef uint64_t field
@@ -641,9 +641,9 @@ cdef inline bint feature(Ctx *c, const uint8_t *p, const uint8_t *end, FScan *fs
     return got > 0
 
 
-cdef inline const uint8_t *map_entry(Ctx *c, const uint8_t *p, const uint8_t *end, int where,
-                              const uint8_t **key, int64_t *key_len,
-                              const uint8_t **val, const uint8_t **val_end) noexcept nogil:
+cdef inline const uint8_t *map_entry(Ctx *c, const uint8_t *p, const uint8_t *end,
+                                     int where, const uint8_t **key, int64_t *key_len,
+                                     const uint8_t **val, const uint8_t **val_end) noexcept nogil:
     """The key and value spans of one map entry, in either order; the last of each wins."""
     cdef uint64_t field
     cdef int wt
