@@ -134,6 +134,29 @@ def test_ragged_values_of_varying_size_reuse_the_last_blocks_pages(tmp_path):
     assert np.array_equal(held.values, blocks[0][1])
 
 
+def test_a_decode_in_a_new_thread_reuses_the_scan_table_of_one_done(tmp_path):
+    """Each pass decodes in threads of its own: a table kept per thread would be fresh
+    memory (a page fault per 4 KiB) for every pass's first blocks."""
+    from tfrecnp.example.decode import Decoder
+
+    x = np.arange(50_000, dtype=np.int64)
+    tn.write(tmp_path / "t.tfrecord", {"x": x, "y": x * 2}, progress=False)
+    records = next(tn.RecordReader(tmp_path / "t.tfrecord").batches(50_000))
+    decoder = Decoder({"x": tn.FixedLen((), "int64"), "y": tn.FixedLen((), "int64")})
+    tables = []
+
+    def decode() -> None:
+        cols = decoder.decode(records, threads=1)
+        assert np.array_equal(cols["x"], x) and np.array_equal(cols["y"], 2 * x)
+        tables.extend(id(b) for b in decoder._tables._buffers)
+
+    for _ in range(3):
+        thread = threading.Thread(target=decode)
+        thread.start()
+        thread.join()
+    assert len(tables) == 3 and len(set(tables)) == 1  # one table, made once
+
+
 def test_a_decode_whose_helper_has_not_started_holds_no_buffer(tmp_path):
     # found in CI: a helper thread that had not started when the decode returned still
     # held the decode's work, and so its outputs: their pages were not reused

@@ -57,7 +57,7 @@ Batch = dict[str, Column]
 CHUNK_MIN_BYTES = 64 << 10  # pieces of a batch decoded by parallel threads hold at least
 CHUNK_MIN_RECORDS = 256  # this much; a batch is cut in up to 4 pieces per thread
 PIECES_PER_THREAD = 4
-TABLE_CACHE_RECORDS = 1 << 16  # scan tables up to this many records are reused per thread
+TABLE_CACHE_RECORDS = 1 << 16  # scan tables up to this many records are reused
 NAME_ENCODING = ("utf-8", "surrogateescape")
 MALFORMED_HINT = (
     "the payload is not a valid tf.train.Example; if `tfrecnp verify` finds its CRCs "
@@ -238,7 +238,7 @@ class Decoder:
         self._ones = (
             None if None in ones else list(zip([c.name for c in self._features], ones, strict=True))
         )
-        self._local = threading.local()
+        self._tables = Spares(limit=4)  # scan tables: one per block decoding at once
         # big outputs, reused once their batches are dropped; a few blocks' worth
         # (what a pass holds at once), so a whole dataset decoded and joined keeps no copy
         self._spares = Spares(limit=8)
@@ -263,17 +263,13 @@ class Decoder:
         return (_decoder, (self.spec, self.threads))
 
     def _table(self, n: int) -> np.ndarray:
-        """The scan's (n, features, ROW_FIELDS) table: a buffer kept per thread and reused
-        from batch to batch (fresh memory costs a page fault per 4 KiB)."""
+        """The scan's (n, features, ROW_FIELDS) table, in a buffer reused from batch to
+        batch once the last decode that used it is done (fresh memory costs a page fault
+        per 4 KiB: a fresh table made the first block of a pass up to 3x slower to scan)."""
+        shape = (n, len(self._features), _core.ROW_FIELDS)
         if n > TABLE_CACHE_RECORDS:
-            return np.empty((n, len(self._features), _core.ROW_FIELDS), np.int64)
-        local = self._local
-        buf = getattr(local, "table", None)
-        if buf is None or len(buf) < n:
-            buf = local.table = np.empty(
-                (max(n, 64), len(self._features), _core.ROW_FIELDS), np.int64
-            )
-        return buf[:n]
+            return np.empty(shape, np.int64)
+        return self._tables.empty(8 * math.prod(shape)).view(np.int64).reshape(shape)
 
     # -- the two passes ------------------------------------------------------------
 
