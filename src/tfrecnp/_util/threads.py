@@ -64,14 +64,15 @@ def pipeline(raw: Iterator, fn: Callable, prefetch: int) -> Iterator:
     return run_ahead(run_ahead(raw, prefetch), prefetch, fn)
 
 
-def ordered_map(items: Iterator, fn: Callable, workers: int) -> Iterator:
+def ordered_map(items: Iterator, fn: Callable, workers: int, depth: int = 0) -> Iterator:
     """fn over items by `workers` threads, the results in the items' order. Each worker
     takes the next item itself, under a lock (so `items`, reading files say, runs in one
     thread at a time and in order), then applies fn alongside the others: with two
     workers one reads while the other decodes, and both decode while reading waits. At
-    most `workers` items are taken beyond the last result consumed. An exception surfaces
-    in the caller at the item that raised it; closing the returned generator stops the
-    workers and closes `items`."""
+    most max(depth, workers) items are taken beyond the last result consumed. An exception
+    surfaces in the caller at the item that raised it; closing the returned generator
+    stops the workers and closes `items`."""
+    depth = max(depth, workers)
     reading = threading.Lock()  # held while items runs
     cond = threading.Condition()  # guards the rest
     results: dict[int, tuple] = {}
@@ -91,7 +92,7 @@ def ordered_map(items: Iterator, fn: Callable, workers: int) -> Iterator:
         while True:
             with reading:
                 with cond:
-                    while not (stop or ended) and taken - consumed >= workers:
+                    while not (stop or ended) and taken - consumed >= depth:
                         cond.wait()
                     if stop or ended:
                         return

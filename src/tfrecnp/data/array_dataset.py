@@ -199,7 +199,7 @@ class ArrayDataset(Dataset):
         shuffle: bool | int,
         rng: np.random.Generator,
         threads: int | None,
-        ahead: bool = False,
+        ahead: int = 0,
     ) -> Iterator[Block]:
         start, stop = self._range()
         if shuffle is True:

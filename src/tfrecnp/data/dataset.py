@@ -89,12 +89,18 @@ class Dataset:
         shuffle: bool | int,
         rng: np.random.Generator,
         threads: int | None,
-        ahead: bool = False,
+        ahead: int = 0,
     ) -> Iterator[Block]:
         """Blocks of `block` records (the last may be short) in file order, a permutation
-        (shuffle=True) or drawn through a buffer (shuffle=N). ahead: the blocks are made in
-        a background thread, so a source may read ahead in a thread of its own too."""
+        (shuffle=True) or drawn through a buffer (shuffle=N). ahead: how many blocks may be
+        made ahead of the caller (0: none), in background threads; a source may read ahead
+        in a thread of its own. See _makes_ahead."""
         raise NotImplementedError
+
+    def _makes_ahead(self, shuffle: bool | int) -> bool:
+        """Whether _source_blocks makes its blocks in threads of its own when it may
+        (ahead > 0), so that _blocks need not put a thread between it and the caller."""
+        return False
 
     def _mean_record_bytes(self) -> float:
         raise NotImplementedError
@@ -251,12 +257,11 @@ class Dataset:
         then: Callable[..., Batch] | None = None,
     ) -> Iterator[Block]:
         """Blocks of `block` records (the last may be short), read, shuffled and finished by
-        `then` in a background thread, `prefetch` blocks ahead (0: in the caller's
-        thread)."""
+        `then` in background threads, `prefetch` blocks ahead (0: in the caller's thread)."""
         rng = np.random.default_rng(seed)
 
         def produce() -> Iterator[Block]:
-            blocks = self._source_blocks(block, shuffle, rng, threads, prefetch > 0)
+            blocks = self._source_blocks(block, shuffle, rng, threads, prefetch)
             try:
                 for b in blocks:
                     yield b if then is None else Block(then(b.cols, b.where), b.n, b.nbytes)
@@ -265,7 +270,9 @@ class Dataset:
                 if close is not None:
                     close()
 
-        return run_ahead(produce(), prefetch) if prefetch else produce()
+        if not prefetch or (then is None and self._makes_ahead(shuffle)):
+            return produce()  # in this thread, or the source's own run ahead
+        return run_ahead(produce(), prefetch)
 
     def batches(
         self,

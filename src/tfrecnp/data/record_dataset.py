@@ -72,7 +72,7 @@ class RecordDataset(Dataset):
         super().__init__(spec, start=start, stop=stop)
         self._files = files
         self._decoder: Decoder | None = None
-        self._sampled_mean: float | None = None  # of the first records, when there is no index
+        self._mean: float | None = None  # bytes per frame (see _mean_record_bytes)
 
     def _view(self, *, spec: Any = None, start: int | None = None, stop: Any = ...) -> Dataset:
         ds = RecordDataset(
@@ -215,7 +215,7 @@ class RecordDataset(Dataset):
         shuffle: bool | int,
         rng: np.random.Generator,
         threads: int | None,
-        ahead: bool = False,
+        ahead: int = 0,
     ) -> Iterator[Block]:
         big = self._mean_record_bytes() >= BIG_RECORD_BYTES
         if shuffle is True:
@@ -229,7 +229,7 @@ class RecordDataset(Dataset):
         stages: list[Iterator] = [raw]
         if pool and not big:  # the pool draws in the reading thread: decoding weighs more
             stages.append(shuffle_records(stages[-1], int(shuffle), rng, block, spares))
-        crew = ahead and not (shuffle or big)  # small records in file order: see CREW
+        crew = ahead and self._makes_ahead(shuffle)  # small records in file order: see CREW
         if ahead and not crew:  # the next block is read while this one decodes
             stages.append(run_ahead(stages[-1], 1))
             if threads is None:
@@ -248,7 +248,7 @@ class RecordDataset(Dataset):
 
         if crew:
             threads = max(1, CPUS // CREW) if threads is None else threads
-            stages.append(ordered_map(stages[-1], decode, CREW))
+            stages.append(ordered_map(stages[-1], decode, CREW, max(CREW, ahead)))
         else:
             stages.append(map(decode, stages[-1]))
         try:
@@ -262,6 +262,9 @@ class RecordDataset(Dataset):
                 close = getattr(stage, "close", None)
                 if close is not None:
                     close()
+
+    def _makes_ahead(self, shuffle: bool | int) -> bool:
+        return not shuffle and self._mean_record_bytes() < BIG_RECORD_BYTES  # the crew
 
     def _file_pieces(self) -> list[tuple[int, int, int]]:
         """(file, first, last) record numbers within each file for this view's range."""
@@ -416,17 +419,19 @@ class RecordDataset(Dataset):
         return rebatch(batches, batch_size)
 
     def _mean_record_bytes(self) -> float:
-        """Mean frame size: from the index when there is one, else from the first records
-        (read once: a pass asks twice, and on an object store each read is a request)."""
-        files = self._files
-        if files.indexed or not self._whole():
-            start, stop = self._range()
-            return float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
-        if self._sampled_mean is None:
-            reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
-            sizes = [len(r) for r in itertools.islice(reader, 16)]  # one record at a time
-            self._sampled_mean = sum(sizes) / len(sizes) + 16 if sizes else 16.0
-        return self._sampled_mean
+        """Mean frame size, worked out once: from the index when there is one, else from
+        the first records (a pass asks several times; on an object store each read is a
+        request, and the index of a large dataset is long)."""
+        if self._mean is None:
+            files = self._files
+            if files.indexed or not self._whole():
+                start, stop = self._range()
+                self._mean = float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
+            else:
+                reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
+                sizes = [len(r) for r in itertools.islice(reader, 16)]  # one record at a time
+                self._mean = sum(sizes) / len(sizes) + 16 if sizes else 16.0
+        return self._mean
 
     def _empty(self) -> Batch:
         return self._decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))
