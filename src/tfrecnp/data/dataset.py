@@ -7,9 +7,9 @@ class holds everything that does not depend on which:
 
 - ``len(ds)``; ``ds[i]`` is one record (``{name: value}``); ``ds[a:b]``, ``ds[[i, j, k]]``
   and ``ds.__getitems__([i, j, k])`` (PyTorch's batched fetch) are batches.
-- ``ds.batches(n)`` serves batches as views of blocks (`tfrecnp.data.blocks`): a
-  background thread reads (and decodes) about 4 MiB at a time, ``prefetch`` blocks ahead,
-  so memory is bounded by the block size times prefetch, never by the dataset.
+- ``ds.batches(n)`` serves batches as views of blocks (`tfrecnp.data.blocks`): background
+  threads read (and decode) about 4 MiB at a time, ``prefetch`` blocks ahead, so memory is
+  bounded by the block size times prefetch, never by the dataset.
 - ``select``, ``shard`` and ``take`` return narrower views; ``to_numpy`` reads everything
   after checking the size against a memory budget; ``save`` streams everything into .npy,
   .npz, HDF5 or Zarr (`tfrecnp.arrays.sinks`).
@@ -18,8 +18,9 @@ class holds everything that does not depend on which:
   for PyTorch's DataLoader and a data source for grain.
 
 A source provides: ``_count``, ``_view``, ``_read_span`` / ``_read_ids`` (records by
-position, as a batch), ``_source_blocks`` (blocks in file order or shuffled),
-``_mean_record_bytes``, ``estimate_nbytes`` and ``_empty``.
+position, as a batch), ``_source_blocks`` (blocks in file order or shuffled; with
+``_makes_ahead`` when it runs them ahead in threads of its own), ``_mean_record_bytes``,
+``estimate_nbytes`` and ``_empty``.
 """
 
 from __future__ import annotations
