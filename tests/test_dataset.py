@@ -860,6 +860,37 @@ def test_big_records_in_file_order_across_files(big, batch_size, prefetch):
     assert np.array_equal(np.concatenate([b["x"] for b in batches]), x)
 
 
+@pytest.fixture(scope="module")
+def big_plain(big, tf_write, tmp_path_factory):
+    """The big records in three uncompressed files, one empty (read by position once
+    indexed): (paths, labels, tensors)."""
+    paths, labels, x = big
+    folder = tmp_path_factory.mktemp("big_plain")
+    names = ("a.tfrecord", "empty.tfrecord", "c.tfrecord")
+    plain = [
+        tf_write(folder / n, list(tn.RecordReader(p))) for n, p in zip(names, paths, strict=True)
+    ]
+    return plain, labels, x
+
+
+@pytest.mark.parametrize("block_bytes", [64 << 10, 4 << 20])  # blocks of ~12 records, whole files
+@pytest.mark.parametrize("batch_size", [1, 7, 256, 1000])
+def test_indexed_big_records_are_read_by_position(big_plain, batch_size, block_bytes, monkeypatch):
+    import tfrecnp.data.blocks as blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", block_bytes)
+    paths, labels, x = big_plain
+    ds = tn.open(paths, BIG_SPEC)
+    assert len(ds) == len(labels) and ds._by_position()  # the positioned path is the one taken
+    got = list(ds.batches(batch_size))
+    assert np.array_equal(np.concatenate([b["label"] for b in got]), labels)
+    assert np.array_equal(np.concatenate([b["x"] for b in got]), x)
+    assert all(len(b["label"]) == batch_size for b in got[:-1])
+    view = ds.take(400).shard(2, 1)  # a part: records 1, 3, ... of the first 400
+    part = np.concatenate([b["label"] for b in view.batches(batch_size)])
+    assert np.array_equal(part, np.concatenate([b["label"] for b in view.batches(5, prefetch=0)]))
+
+
 def _flip_payload(path, record, tmp_path):
     """A copy of uncompressed `path` with one byte of record `record`'s tensor flipped:
     (the copy, the frame's offset)."""
@@ -884,6 +915,14 @@ def test_a_damaged_big_record_is_named_after_the_good_ones(big, tmp_path, prefet
     assert got == list(range(200))  # every good record before the damage first
     assert (ours.value.path, ours.value.record, ours.value.offset) == (str(path), 200, at)
     assert str(ours.value) == str(theirs.value)
+    indexed = tn.open(path, BIG_SPEC)
+    assert len(indexed) == 333 and indexed._by_position()  # read by position: the same
+    got = []
+    with pytest.raises(tn.CorruptRecordError) as positioned:
+        for batch in indexed.batches(1, prefetch=prefetch):
+            got.append(int(batch["label"][0]))
+    assert got == list(range(200))
+    assert str(positioned.value) == str(theirs.value)
     ds = tn.open(path, BIG_SPEC, on_error="skip")
     kept = np.concatenate([b["label"] for b in ds.batches(64, prefetch=prefetch)])
     assert np.array_equal(kept, np.delete(labels[:333], 200))
