@@ -292,11 +292,12 @@ class Dataset:
         Records are read and decoded in blocks of about 4 MiB (a whole number of batches)
         by a background thread, `prefetch` blocks ahead (0: in the caller's thread); each
         batch is a view into a decoded block, so small batches cost little more than large
-        ones. With prefetch, TFRecords are also read a block ahead: small records in file
-        order by a crew of two threads that each read a block in turn and decode it, else
-        in a thread of their own. threads: decoding threads per block (default: the cores,
-        shared by the crew; one less where a reading thread is busy too: shuffled, or
-        records of 4 KiB and more, such as tensors and images).
+        ones. With prefetch, TFRecords in file order are read and decoded by a crew of two
+        threads, each a block at a time (small records read in turn; those of 4 KiB and
+        more, such as tensors and images, by position when the files are uncompressed and
+        indexed); else they are read a block ahead in a thread of their own. threads:
+        decoding threads per block (default: the cores, shared by the crew; one less where
+        a reading thread is busy too).
 
         shuffle: False (file order), True (a permutation of all records; uncompressed
         files; the records of 16 blocks, about 64 MiB, are read at a time in file order,

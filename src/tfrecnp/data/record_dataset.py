@@ -236,7 +236,7 @@ class RecordDataset(Dataset):
         stages: list[Iterator] = [raw]
         if pool and not big:  # the pool draws in the reading thread: decoding weighs more
             stages.append(shuffle_records(stages[-1], int(shuffle), rng, block, spares))
-        crew = ahead and self._makes_ahead(shuffle)  # small records in file order: see CREW
+        crew = bool(ahead) and self._makes_ahead(shuffle)  # see CREW
         if ahead and not crew:  # the next block is read while this one decodes
             stages.append(run_ahead(stages[-1], 1))
             if threads is None:
