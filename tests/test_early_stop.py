@@ -24,6 +24,8 @@ def files(tmp_path_factory):
     tn.write(folder / "one.tfrecord.gz", {"x": x}, compression="GZIP", progress=False)
     np.save(folder / "x.npy", x)
     tn.open(folder / "data-*.tfrecord").save(folder / "x.h5", progress=False)
+    big = np.ones((3000, 4096), np.float32)  # 16 KiB records, 48 MiB: read by position once indexed
+    tn.write(folder / "big.tfrecord", {"x": big}, progress=False)
     return folder
 
 
@@ -80,6 +82,7 @@ PATTERNS = {
     "GZIP": ("one.tfrecord.gz", {}),
     "GZIP shuffled": ("one.tfrecord.gz", {"shuffle": 50_000, "seed": 0}),
     "view": ("data-*.tfrecord", {"_view": True}),
+    "big records by position": ("big.tfrecord", {"_index": True}),
 }
 
 
@@ -92,6 +95,8 @@ def test_stopping_early_releases_threads_and_files(files, case, how):
     ds = tn.open(str(files / pattern))
     if options.pop("_view", False):
         ds = ds.shard(3, 1).take(300_000)
+    if options.pop("_index", False):
+        assert len(ds) and ds._by_position()
     _stop(how, ds.batches(32, prefetch=2, **options), files, before)
     ds.close()
     _released(files, before)
