@@ -891,6 +891,39 @@ def test_indexed_big_records_are_read_by_position(big_plain, batch_size, block_b
     assert np.array_equal(part, np.concatenate([b["label"] for b in view.batches(5, prefetch=0)]))
 
 
+@pytest.mark.parametrize("batch_size", [1, 64])
+def test_big_records_through_a_shuffle_buffer_are_decoded_where_the_pool_holds_them(
+    big, batch_size, monkeypatch
+):
+    import tfrecnp.data.blocks as blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 64 << 10)  # blocks of ~12 records: many draws
+    paths, labels, x = big
+    ds = tn.open(paths, BIG_SPEC)
+    runs = [list(ds.batches(batch_size, shuffle=100, seed=5)) for _ in range(2)]
+    got = np.concatenate([b["label"] for b in runs[0]])
+    assert sorted(got.tolist()) == labels.tolist() and not np.array_equal(got, labels)
+    assert np.array_equal(np.concatenate([b["x"] for b in runs[0]]), x[got])  # with its label
+    assert np.array_equal(got, np.concatenate([b["label"] for b in runs[1]]))  # the seed's order
+
+
+def test_a_malformed_big_record_in_a_shuffle_buffer_is_named(tf_write, tmp_path):
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((120, 32, 40), dtype=np.float32)
+    payloads = [
+        pw.simple_example({"label": (pw.INT64, [i]), "x": (pw.BYTES, [x[i].tobytes()])})
+        for i in range(120)
+    ]
+    payloads[77] = b"\x0a\xff\xff\x03" + bytes(5000)  # a Features longer than the record
+    path = tf_write(tmp_path / "m.tfrecord", payloads)
+    got = []
+    with pytest.raises(tn.CorruptRecordError, match="malformed Example") as error:
+        for batch in tn.open(path, BIG_SPEC).batches(1, shuffle=30, seed=3):
+            got.append(int(batch["label"][0]))
+    assert (error.value.path, error.value.record) == (path, 77)
+    assert 77 not in got
+
+
 def _flip_payload(path, record, tmp_path):
     """A copy of uncompressed `path` with one byte of record `record`'s tensor flipped:
     (the copy, the frame's offset)."""

@@ -21,6 +21,7 @@ import tfrecnp as tn
 from tfrecnp.data.read import read
 from tfrecnp.example.decode import Decoder, decode, survey
 from tfrecnp.example.spec import Feature
+from tfrecnp.format.reader import PooledBatch
 
 decode_module = importlib.import_module("tfrecnp.example.decode")  # tn.decode: the function
 read_module = importlib.import_module("tfrecnp.data.read")
@@ -438,6 +439,94 @@ def test_threads_give_the_same_columns(monkeypatch):
     bad = [*records[:2500], pw.simple_example({"t": (pw.FLOAT, [1.0])}), *records[:3]]
     with pytest.raises(tn.SchemaError, match="at <memory> record 2500;"):
         decoder.decode(bad, threads=4)
+
+
+def _pooled(records: list[bytes], rng: np.random.Generator, parts: int) -> PooledBatch:
+    """The records scattered over `parts` buffers, each record at a random place of a
+    random one, with bytes between (a pool's blocks): a PooledBatch in the records' order."""
+    which = rng.integers(0, parts, len(records))
+    buffers = [bytearray(rng.bytes(7)) for _ in range(parts)]
+    starts = np.empty(len(records), np.int64)
+    for k in rng.permutation(len(records)):  # laid out in another order than they are read
+        buf = buffers[which[k]]
+        starts[k] = len(buf)
+        buf += records[k] + rng.bytes(int(rng.integers(0, 9)))
+    ends = starts + np.array([len(r) for r in records], np.int64)
+    data = [np.frombuffer(bytes(b), np.uint8) for b in buffers]
+    return PooledBatch(data, which.astype(np.int64), starts, ends, lambda r: ("<pool>", r))
+
+
+SPECS_OF_EVERY_KIND = {
+    "label": tn.FixedLen((), "int64"),
+    "x": tn.FixedLen((3,), "float32", default=[0, 0, 0]),
+    "t": tn.VarLen("int64"),
+    "b": tn.Bytes(),
+    "r": tn.Raw("float32", shape=(-1, 2)),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 300), parts=st.integers(1, 6))
+def test_records_where_a_pool_holds_them_decode_as_back_to_back(seed, n, parts):
+    rng = np.random.default_rng(seed)
+    records = []
+    for i in range(n):
+        feats = {
+            "label": (pw.INT64, [i]),
+            "t": (pw.INT64, rng.integers(-(2**40), 2**40, rng.integers(0, 30)).tolist()),
+            "b": (pw.BYTES, [rng.bytes(int(rng.integers(0, 40)))]),
+            "r": (pw.BYTES, [rng.random(2 * int(rng.integers(0, 5)), np.float32).tobytes()]),
+        }
+        if rng.random() < 0.7:  # else missing: its default
+            feats["x"] = (pw.FLOAT, rng.random(3, np.float32).tolist())
+        records.append(pw.simple_example(feats, packed=bool(rng.random() < 0.8)))
+    decoder = Decoder(SPECS_OF_EVERY_KIND)
+    want = decoder.decode(records, threads=1)
+    pooled = _pooled(records, rng, parts)
+    for threads in (1, 3):
+        with pytest.MonkeyPatch.context() as patch:  # pieces of a few records each
+            patch.setattr(decode_module, "CHUNK_MIN_BYTES", 64)
+            patch.setattr(decode_module, "CHUNK_MIN_RECORDS", 8)
+            got = decoder.decode(pooled, threads=threads)
+        for name, col in want.items():
+            assert (
+                np.array_equal(np.asarray(got[name]), np.asarray(col))
+                if isinstance(col, np.ndarray)
+                else got[name] == col
+            ), name
+    packed = pooled.packed()
+    assert [bytes(p) for p in packed] == records
+    assert [packed.where(r) for r in range(n)] == [("<pool>", r) for r in range(n)]
+
+
+def test_a_pooled_record_that_does_not_decode_is_named_by_the_pool():
+    rng = np.random.default_rng(3)
+    good = [pw.simple_example({"label": (pw.INT64, [i])}) for i in range(50)]
+    records = [*good[:20], b"\x0a\x05\x0a\x03", *good[20:]]  # a Features that runs out
+    pooled = _pooled(records, rng, 4)
+    pooled = PooledBatch(
+        pooled.parts, pooled.which, pooled.starts, pooled.ends, lambda r: ("pool.tfrecord", 100 + r)
+    )
+    with pytest.raises(tn.CorruptRecordError) as error:
+        Decoder({"label": tn.FixedLen((), "int64")}).decode(pooled)
+    assert (error.value.path, error.value.record) == ("pool.tfrecord", 120)
+
+
+def test_pooled_spans_outside_their_buffer_are_refused():
+    from tfrecnp._core import decode as core
+
+    decoder = Decoder({"label": tn.FixedLen((), "int64")})
+    record = pw.simple_example({"label": (pw.INT64, [1])})
+    parts = [np.frombuffer(record, np.uint8), np.zeros(3, np.uint8)]
+    table = np.empty((1, 1, core.ROW_FIELDS), np.int64)
+    totals = np.zeros((1, 4), np.int64)
+    span = np.array([0], np.int64), np.array([len(record)], np.int64)
+    for which in ([2], [-1], [1]):  # no such part; a part too short for the span
+        status = core.scan(decoder._plan, parts, *span, 0, 1, table, totals, np.array(which))
+        assert status[0] == core.BAD_OFFSETS
+    assert core.scan(decoder._plan, parts, *span, 0, 1, table, totals, np.array([0]))[0] == core.OK
+    with pytest.raises(ValueError, match="several buffers"):
+        core.scan(decoder._plan, parts[0], *span, 0, 1, table, totals, np.array([0]))
 
 
 def test_read_files_and_errors_name_the_file(tmp_path):

@@ -323,6 +323,26 @@ def test_on_error_skip_drops_the_record(tf, tmp_path):
     ]
 
 
+def test_on_error_skip_in_a_shuffle_buffer_of_big_images(tf, tmp_path):
+    """Images of 4 KiB and more leave a shuffle pool where it holds them (PooledBatch); a
+    bad one is still dropped and named."""
+    rng = np.random.default_rng(0)
+    noise = [rng.integers(0, 256, (48, 48, 3), dtype=np.uint8) for _ in range(40)]
+    blobs = [tf.io.encode_png(x).numpy() for x in noise]
+    assert min(len(b) for b in blobs) >= 4096
+    blobs[13] = blobs[13][:200]
+    path = str(tmp_path / "big.tfrecord")
+    tn.write(path, {"image": BytesColumn.from_list(blobs), "label": np.arange(40)})
+    ds = tn.open(path, spec=SPEC, on_error="skip")
+    batches = list(ds.batches(4, shuffle=16, seed=2))
+    labels = np.concatenate([b["label"] for b in batches])
+    assert sorted(labels.tolist()) == [i for i in range(40) if i != 13]
+    assert labels.tolist() != sorted(labels.tolist())
+    images = np.concatenate([b["image"] for b in batches])
+    assert all(np.array_equal(images[k], noise[i]) for k, i in enumerate(labels.tolist()))
+    assert [(c.path, c.record) for c in ds.corruptions] == [(path, 13)]
+
+
 def test_unexpected_channel_count(tf, tmp_path):
     blobs = [tf.io.encode_png(pixels(8, 8, c)).numpy() for c in (3, 3, 4)]
     path = str(tmp_path / "mixed.tfrecord")

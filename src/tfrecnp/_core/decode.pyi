@@ -49,23 +49,25 @@ def has_fast_pext() -> bool: ...
 def decode_packed_varints(block: Buffer, *, pext: bool | None = None) -> Int64s: ...
 def scan(
     plan: Plan,
-    data: Buffer,
+    data: Buffer | list[Buffer],  # a list: record r lies in data[which[r]]
     starts: Int64s,
     ends: Int64s,
     lo: int,
     hi: int,
     table: NDArray[np.int64],  # (records, nfeat, ROW_FIELDS)
     totals: NDArray[np.int64],  # (nfeat, 4)
+    which: Int64s | None = None,
 ) -> tuple[int, int, int, int]: ...
 def fill(
     plan: Plan,
-    data: Buffer,
+    data: Buffer | list[Buffer],
     starts: Int64s,
     lo: int,
     hi: int,
     table: NDArray[np.int64],
     outs: list[tuple[Any, ...]],
     bases: NDArray[np.int64],
+    which: Int64s | None = None,
 ) -> int: ...
 def decode_one(
     plan: Plan, data: Buffer, start: int, stop: int

@@ -985,15 +985,6 @@ cdef inline bint offsets_ok(const int64_t *offsets, Py_ssize_t lo, Py_ssize_t hi
     return True
 
 
-cdef inline bint spans_ok(const int64_t *starts, const int64_t *ends, Py_ssize_t lo,
-                          Py_ssize_t hi, Py_ssize_t size) noexcept nogil:
-    cdef Py_ssize_t r
-    for r in range(lo, hi):
-        if starts[r] < 0 or starts[r] > ends[r] or ends[r] > size:
-            return False
-    return True
-
-
 cdef class Plan:
     """A spec compiled for the core: per feature its name, section, operation, expected
     kind and sizes, and default; names looked up through an open-addressing hash table."""
@@ -1068,17 +1059,73 @@ cdef class Plan:
         free(self.c.dflt_lens)
 
 
-def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] starts,
-         const int64_t[::1] ends, Py_ssize_t lo, Py_ssize_t hi, int64_t[:, :, ::1] table,
-         int64_t[:, ::1] totals) -> tuple:
+cdef class _Buffers:
+    """The buffers a call's records lie in: one (record r is data[starts[r]:ends[r]]), or
+    a list of them with which[r] naming record r's (a shuffle pool's blocks, decoded where
+    they are). Holds them acquired while the call runs without the GIL."""
+
+    cdef const uint8_t **base
+    cdef int64_t *size
+    cdef Py_ssize_t count
+    cdef const int64_t *which
+    cdef list views
+
+    def __cinit__(self, data, which, Py_ssize_t hi):
+        cdef const uint8_t[::1] view
+        cdef const int64_t[::1] picks
+        parts = data if which is not None else [data]
+        if which is not None and not isinstance(data, list):
+            raise ValueError("records in several buffers need a list of them")
+        self.count = len(parts)
+        self.views = []
+        self.which = NULL
+        self.base = <const uint8_t **>malloc(max(self.count, 1) * sizeof(uint8_t *))
+        self.size = <int64_t *>malloc(max(self.count, 1) * sizeof(int64_t))
+        if self.base == NULL or self.size == NULL:
+            raise MemoryError()
+        for k in range(self.count):
+            view = parts[k]
+            self.views.append(view)
+            self.size[k] = view.shape[0]
+            self.base[k] = &view[0] if view.shape[0] else EMPTY  # never NULL + offset
+        if which is not None:
+            picks = which
+            if picks.shape[0] < hi:
+                raise ValueError("which: fewer entries than records")
+            self.views.append(picks)
+            self.which = &picks[0] if picks.shape[0] else NULL
+
+    def __dealloc__(self):
+        free(self.base)
+        free(self.size)
+
+    cdef inline Py_ssize_t of(self, Py_ssize_t r) noexcept nogil:
+        return self.which[r] if self.which != NULL else 0
+
+    cdef bint spans_ok(self, const int64_t *starts, const int64_t *ends, Py_ssize_t lo,
+                       Py_ssize_t hi) noexcept nogil:
+        cdef Py_ssize_t r, k
+        for r in range(lo, hi):
+            k = self.of(r)
+            if (k < 0 or k >= self.count or starts[r] < 0 or starts[r] > ends[r]
+                    or ends[r] > self.size[k]):
+                return False
+        return True
+
+
+def scan(Plan plan, data, const int64_t[::1] starts, const int64_t[::1] ends,
+         Py_ssize_t lo, Py_ssize_t hi, int64_t[:, :, ::1] table, int64_t[:, ::1] totals,
+         which=None) -> tuple:
     """Pass 1 over records lo..hi (record r: data[starts[r]:ends[r]]; back to back
-    records pass offsets[:-1] and offsets[1:]): fills table[lo:hi] ((n, nfeat, ROW_FIELDS)) and adds to
-    totals ((nfeat, 4): values, bytes, steps, missing). Returns (status, record, a, b):
+    records pass offsets[:-1] and offsets[1:]; with `which`, data is a list of buffers and
+    record r lies in data[which[r]]): fills table[lo:hi] ((n, nfeat, ROW_FIELDS)) and adds
+    to totals ((nfeat, 4): values, bytes, steps, missing). Returns (status, record, a, b):
     (OK, -1, 0, 0); (MALFORMED, record, payload offset, reason << 8 | where) with the
     feature in `last_error`; (SCHEMA, record, feature, code); (BAD_OFFSETS, ...)."""
-    cdef Py_ssize_t size = data.shape[0], r
+    cdef Py_ssize_t r, k
     cdef int nfeat = plan.c.nfeat, bad_feature = -1, code = 0, status = ST_OK
-    cdef const uint8_t *base = &data[0] if size else EMPTY  # never NULL + offset
+    cdef _Buffers buffers = _Buffers(data, which, hi)
+    cdef const uint8_t *base
     cdef Ctx c
     cdef int64_t record = -1
     if hi > lo and (starts.shape[0] < hi or ends.shape[0] < hi or table.shape[0] < hi
@@ -1090,13 +1137,15 @@ def scan(Plan plan, const uint8_t[::1] data, const int64_t[::1] starts,
     cdef int64_t *rows = &table[0, 0, 0]
     cdef int64_t *tot = &totals[0, 0] if nfeat else NULL
     c.a = c.b = 0
-    c.limit = base + size
     memset(c.guess, 0xFF, sizeof(c.guess))
     with nogil:
-        if not spans_ok(&starts[0], &ends[0], lo, hi, size):
+        if not buffers.spans_ok(&starts[0], &ends[0], lo, hi):
             status = ST_BAD_OFFSETS
         else:
             for r in range(lo, hi):
+                k = buffers.of(r)
+                base = buffers.base[k]
+                c.limit = base + buffers.size[k]
                 c.base = base + starts[r]
                 c.code = 0
                 c.feature = -1
@@ -1368,16 +1417,18 @@ cdef int64_t *ptr64(object arr) except? NULL:
     return &view[0] if view.shape[0] else NULL
 
 
-def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] starts, Py_ssize_t lo,
-         Py_ssize_t hi, const int64_t[:, :, ::1] table, list outs,
-         const int64_t[:, ::1] bases) -> int:
-    """Pass 2 over records lo..hi (already scanned, from the same starts). outs[f] is (values, offsets, splits,
-    inner, raw_bytes): values a writable C-contiguous array (float32 / int64 / uint8),
-    the others int64 arrays or None. bases[f] = (value, byte, step) positions where this
-    chunk starts. Returns OK, or INCONSISTENT if the data changed since the scan."""
+def fill(Plan plan, data, const int64_t[::1] starts, Py_ssize_t lo, Py_ssize_t hi,
+         const int64_t[:, :, ::1] table, list outs, const int64_t[:, ::1] bases,
+         which=None) -> int:
+    """Pass 2 over records lo..hi (already scanned, from the same data, starts and which).
+    outs[f] is (values, offsets, splits, inner, raw_bytes): values a writable C-contiguous
+    array (float32 / int64 / uint8), the others int64 arrays or None. bases[f] = (value,
+    byte, step) positions where this chunk starts. Returns OK, or INCONSISTENT if the data
+    changed since the scan."""
     cdef int nfeat = plan.c.nfeat, f
-    cdef Py_ssize_t r, size = data.shape[0]
-    cdef const uint8_t *base = &data[0] if size else EMPTY  # never NULL + offset
+    cdef Py_ssize_t r, k
+    cdef _Buffers buffers = _Buffers(data, which, hi)
+    cdef const uint8_t *base
     cdef Out *o
     cdef Ctx c
     cdef bint ok = True
@@ -1388,7 +1439,6 @@ def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] starts, Py_ssize
         return ST_OK
     if starts.shape[0] < hi or table.shape[0] < hi:
         raise ValueError("fill: arrays do not match the record range")
-    c.limit = base + size
     cdef Out *o_all = <Out *>malloc(nfeat * sizeof(Out))
     if o_all == NULL:
         raise MemoryError()
@@ -1424,6 +1474,12 @@ def fill(Plan plan, const uint8_t[::1] data, const int64_t[::1] starts, Py_ssize
                 raise ValueError("fill: a sequence VarLen feature needs step splits")
         with nogil:
             for r in range(lo, hi):
+                k = buffers.of(r)
+                if k < 0 or k >= buffers.count:
+                    ok = False
+                    break
+                base = buffers.base[k]
+                c.limit = base + buffers.size[k]
                 c.base = base + starts[r]
                 c.code = 0
                 if not fill_record(&plan.c, &c, c.base, &table[r, 0, 0], r, o_all):

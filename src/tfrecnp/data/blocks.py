@@ -12,7 +12,8 @@ block.
 
 Shuffling with a buffer (`shuffle=N`) works on blocks of serialized records, as tf.data's
 buffer does: each incoming block joins a pool of N records, a block's worth leaves, drawn
-uniformly from the whole pool and copied once into place by the core, and is decoded as a
+uniformly from the whole pool and copied once into place by the core (big records: left
+where the pool holds them, a PooledBatch the decoder reads there), and is decoded as a
 block. Every record is emitted once, the order is a pure function of the seed, and memory
 is the pool plus a block or two.
 """
@@ -22,13 +23,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from .._core import framing
 from .._util.spares import Spares
 from ..example.columns import BytesColumn, Column, concat_columns, slice_column, take_column
-from ..format.reader import RecordBatch
+from ..format.reader import PooledBatch, RecordBatch
 
 Batch = dict[str, Column]
 
@@ -119,7 +121,8 @@ def shuffle_blocks(
     rng: np.random.Generator,
     align: int = 1,
     spares: Spares | None = None,
-) -> Iterator[Block]:
+    take: Callable[[dict[int, Block], np.ndarray, np.ndarray], Any] | None = None,
+) -> Iterator[Any]:
     """The rows of `blocks` in a random order drawn through a pool of `buffer` rows: each
     block joins the pool, and once it holds more than `buffer` rows, a multiple of `align`
     of them leave it (as many as the blocks brought, rounded down: the pool holds up to
@@ -133,8 +136,14 @@ def shuffle_blocks(
     dropped once none of its rows remain. When the blocks held grow past twice what the
     pool needs, the rows left in mostly emptied blocks are copied into one new block, so a
     row is copied about twice however large the buffer. Bytes columns are gathered into
-    buffers from `spares` when given (the pages of blocks already dropped)."""
+    buffers from `spares` when given (the pages of blocks already dropped). take(held,
+    blocks, rows), when given, hands out the rows leaving instead of a gathered Block."""
     gather = functools.partial(_gather, spares=spares)
+
+    def gathered(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray) -> Block:
+        return gather(held, ids, rows, np.arange(len(ids)))
+
+    take = take or gathered
     held: dict[int, Block] = {}
     size = align  # rows per block leaving at the end: the largest block that came in
     live_b = np.empty(0, np.int64)  # block id of each row in the pool
@@ -152,7 +161,7 @@ def shuffle_blocks(
         if going <= 0:
             continue
         out = rng.choice(len(live_b), going, replace=False)  # in a random order
-        yield gather(held, live_b[out], live_r[out], np.arange(going))
+        yield take(held, live_b[out], live_r[out])
         keep = np.ones(len(live_b), bool)
         keep[out] = False
         live_b, live_r = live_b[keep], live_r[keep]
@@ -177,7 +186,7 @@ def shuffle_blocks(
     rest = rng.permutation(len(live_b))  # a block at a time: never the whole pool at once
     for a in range(0, len(rest), size):
         picks = rest[a : a + size]
-        yield gather(held, live_b[picks], live_r[picks], np.arange(len(picks)))
+        yield take(held, live_b[picks], live_r[picks])
 
 
 def shuffle_records(
@@ -186,17 +195,40 @@ def shuffle_records(
     rng: np.random.Generator,
     align: int = 1,
     spares: Spares | None = None,
-) -> Iterator[RecordBatch]:
+    pooled: bool = False,
+) -> Iterator[RecordBatch | PooledBatch]:
     """Record payloads in a random order drawn through a pool of `buffer` records (see
     shuffle_blocks): records are shuffled before they are decoded, as tf.data shuffles
-    serialized records, so each is copied once in the pool and decoded once."""
+    serialized records, so each is copied once in the pool and decoded once. pooled: the
+    records leaving are handed out where the pool holds them (PooledBatch), not copied
+    together: for big records, whose decoding copies each once anyway."""
     blocks = (
         Block({"": BytesColumn._trusted(b.data, b.offsets)}, len(b), where=b.locator())
         for b in batches
     )
-    for block in shuffle_blocks(blocks, buffer, rng, align, spares):
-        payloads = block.cols[""]
-        yield PlacedBatch(payloads.data, payloads.offsets, place=block.where)
+    if not pooled:
+        for block in shuffle_blocks(blocks, buffer, rng, align, spares):
+            payloads = block.cols[""]
+            yield PlacedBatch(payloads.data, payloads.offsets, place=block.where)
+        return
+    yield from shuffle_blocks(blocks, buffer, rng, align, spares, take=_pooled)
+
+
+def _pooled(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray) -> PooledBatch:
+    """Rows (ids[k], rows[k]) of the held payload blocks, left where they are."""
+    keys = np.fromiter(held, np.int64, len(held))
+    sorter = np.argsort(keys)
+    which = sorter[np.searchsorted(keys, ids, sorter=sorter)]  # the part of each row
+    parts = [b.cols[""] for b in held.values()]
+    firsts = np.cumsum([0, *[len(c.offsets) for c in parts]])
+    offsets = np.concatenate([c.offsets for c in parts])
+    at = firsts[which] + rows
+    wheres = [held[int(i)].where for i in keys]
+
+    def place(r: int) -> tuple[str, int]:
+        return wheres[int(which[r])](int(rows[r]))  # type: ignore[misc]
+
+    return PooledBatch([c.data for c in parts], which, offsets[at], offsets[at + 1], place)
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Record payloads -> NumPy columns: a spec compiled once, batches decoded in one call.
 
 `Decoder(spec)` turns a spec into a plan for the compiled core (`tfrecnp._core.decode`);
-`decoder.decode(batch)` decodes a `RecordBatch` (or a list of payloads, or a `FrameBatch`
-of records still in the frames they were read into) into a ``dict[str, column]``. The core
+`decoder.decode(batch)` decodes a `RecordBatch` (or a list of payloads, a `FrameBatch` of
+records still in the frames they were read into, or a `PooledBatch` of records where a
+shuffle pool holds them) into a ``dict[str, column]``. The core
 walks each batch twice without the GIL -- once to find and check every spec feature of
 every record, once to copy the values into outputs sized exactly from the first pass --
 and large batches are split into chunks decoded by parallel threads. This module sizes the
@@ -33,7 +34,7 @@ from .._core import decode as _core
 from .._util.spares import Spares
 from .._util.text import format_count, format_shape
 from ..errors import CorruptRecordError, SchemaError
-from ..format.reader import FrameBatch, Payloads, RecordBatch
+from ..format.reader import FrameBatch, Payloads, PooledBatch, RecordBatch
 from .columns import BytesColumn, Column, Ragged
 from .spec import (
     KIND_BYTES,
@@ -278,8 +279,10 @@ class Decoder:
         return max(1, workers if workers is not None else CPUS)
 
     def _chunks(self, starts: np.ndarray, ends: np.ndarray, workers: int) -> list[tuple[int, int]]:
+        """Record ranges of about equal payload bytes, one per piece decoded at once."""
         n = len(starts)
-        size = int(ends[-1] - starts[0]) if n else 0
+        sizes = np.cumsum(ends - starts)  # records may lie anywhere (a pool's, several buffers)
+        size = int(sizes[-1]) if n else 0
         pieces = min(
             workers * PIECES_PER_THREAD if workers > 1 else 1,
             size // CHUNK_MIN_BYTES + 1,
@@ -287,7 +290,7 @@ class Decoder:
         )
         if pieces <= 1:
             return [(0, n)]
-        cuts = np.searchsorted(starts, np.linspace(starts[0], ends[-1], pieces + 1)[1:-1])
+        cuts = np.searchsorted(sizes, np.linspace(0, size, pieces + 1)[1:-1])
         bounds = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
         return list(itertools.pairwise(bounds))
 
@@ -298,14 +301,19 @@ class Decoder:
         number of cores); small batches always decode in one piece. A FrameBatch whose
         payload CRCs were left for later has them checked first (CorruptRecordError).
         """
+        which = None
         if isinstance(batch, FrameBatch):  # records still in their frames decode there
             batch, damage = batch.verify()
             if damage is not None:
                 raise damage
+            data = batch.data
+        elif isinstance(batch, PooledBatch):  # and those of a shuffle pool where it holds them
+            data, which = batch.parts, batch.which
         else:
             batch = _as_batch(batch)
+            data = batch.data
         n, feats, plan = len(batch), self._features, self._plan
-        data, starts, ends = batch.data, batch.starts, batch.ends
+        starts, ends = batch.starts, batch.ends
         nf = len(feats)
         if nf == 0:
             return {}
@@ -316,7 +324,7 @@ class Decoder:
 
         def scan(k: int) -> tuple:
             lo, hi = chunks[k]
-            return _core.scan(plan, data, starts, ends, lo, hi, table, totals[k])
+            return _core.scan(plan, data, starts, ends, lo, hi, table, totals[k], which)
 
         for status in _run_parallel(scan, len(chunks), workers):
             if status[0] != _core.OK:
@@ -330,7 +338,7 @@ class Decoder:
 
         def fill(k: int) -> int:
             lo, hi = chunks[k]
-            return _core.fill(plan, data, starts, lo, hi, table, args, bases[k])
+            return _core.fill(plan, data, starts, lo, hi, table, args, bases[k], which)
 
         if any(s != _core.OK for s in _run_parallel(fill, len(chunks), workers)):
             raise RuntimeError("the batch's buffer changed while it was being decoded")

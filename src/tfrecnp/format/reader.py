@@ -225,7 +225,46 @@ class FrameBatch(_Origins):
         return RecordBatch(data, offsets, self.origins)
 
 
-Payloads = RecordBatch | FrameBatch  # back to back, or still in their frames
+@dataclass(frozen=True)
+class PooledBatch:
+    """Records left in several buffers (the blocks a shuffle pool holds): payload i is
+    parts[which[i]][starts[i]:ends[i]], its CRC already checked. The decoder reads each
+    where it lies, so the rows leaving a pool are not copied together first; `packed()`
+    gives the RecordBatch that everything else takes. place(row): the row's (path,
+    record)."""
+
+    parts: list[np.ndarray]
+    which: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    place: Callable[[int], tuple[str, int]]
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @property
+    def nbytes(self) -> int:
+        """Payload bytes."""
+        return int((self.ends - self.starts).sum())
+
+    def where(self, row: int) -> tuple[str, int]:
+        return self.place(row)
+
+    def locator(self) -> Callable[[int], tuple[str, int]]:
+        return self.place
+
+    def packed(self) -> RecordBatch:
+        """The payloads back to back, copied out of the parts (origins per row)."""
+        lengths = self.ends - self.starts
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        data = np.empty(int(offsets[-1]), np.uint8)
+        framing.gather_parts(self.parts, self.which, self.starts, lengths, data, offsets[:-1])
+        origins = tuple((row, *self.place(row)) for row in range(len(self)))
+        return RecordBatch(data, offsets, origins)
+
+
+Payloads = RecordBatch | FrameBatch | PooledBatch  # back to back, in their frames, or pooled
 
 
 def _locate(origins: tuple, row: int) -> tuple[str, int]:
