@@ -216,19 +216,13 @@ def shuffle_records(
 
 def _pooled(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray) -> PooledBatch:
     """Rows (ids[k], rows[k]) of the held payload blocks, left where they are."""
-    keys = np.fromiter(held, np.int64, len(held))
-    sorter = np.argsort(keys)
-    which = sorter[np.searchsorted(keys, ids, sorter=sorter)]  # the part of each row
-    parts = [b.cols[""] for b in held.values()]
-    firsts = np.cumsum([0, *[len(c.offsets) for c in parts]])
-    offsets = np.concatenate([c.offsets for c in parts])
-    at = firsts[which] + rows
-    wheres = [held[int(i)].where for i in keys]
+    parts, which, starts, ends = _spans(held, "", ids, rows)
+    wheres = [b.where for b in held.values()]
 
     def place(r: int) -> tuple[str, int]:
         return wheres[int(which[r])](int(rows[r]))  # type: ignore[misc]
 
-    return PooledBatch([c.data for c in parts], which, offsets[at], offsets[at + 1], place)
+    return PooledBatch(parts, which, starts, ends, place)
 
 
 @dataclass(frozen=True)
@@ -303,19 +297,27 @@ def _gather_bytes(
     spares: Spares | None = None,
 ) -> BytesColumn:
     """Bytes column `name`: row rows[k] of block ids[k] to row place[k], in one core call."""
-    parts = [b.cols[name] for b in held.values()]
-    keys = np.fromiter(held, np.int64, len(held))
-    sorter = np.argsort(keys)
-    which = sorter[np.searchsorted(keys, ids, sorter=sorter)]  # the part of each pick
-    firsts = np.cumsum([0, *[len(c.offsets) for c in parts]])
-    offsets = np.concatenate([c.offsets for c in parts])
-    at = firsts[which] + rows
-    starts = offsets[at]
-    lengths = offsets[at + 1] - starts
+    parts, which, starts, ends = _spans(held, name, ids, rows)
+    lengths = ends - starts
     out_offsets = np.zeros(len(ids) + 1, np.int64)
     out_offsets[place + 1] = lengths
     np.cumsum(out_offsets, out=out_offsets)
     size = int(out_offsets[-1])
     data = spares.empty(size) if spares is not None else np.empty(size, np.uint8)
-    framing.gather_parts([c.data for c in parts], which, starts, lengths, data, out_offsets[place])
+    framing.gather_parts(parts, which, starts, lengths, data, out_offsets[place])
     return BytesColumn._trusted(data, out_offsets)
+
+
+def _spans(
+    held: dict[int, Block], name: str, ids: np.ndarray, rows: np.ndarray
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, np.ndarray]:
+    """Where row rows[k] of block ids[k] of bytes column `name` lies: (the held blocks'
+    data buffers, in the order of `held`; the buffer of each row; its start and end)."""
+    columns = [b.cols[name] for b in held.values()]
+    keys = np.fromiter(held, np.int64, len(held))
+    sorter = np.argsort(keys)
+    which = sorter[np.searchsorted(keys, ids, sorter=sorter)]  # the part of each pick
+    firsts = np.cumsum([0, *[len(c.offsets) for c in columns]])
+    offsets = np.concatenate([c.offsets for c in columns])
+    at = firsts[which] + rows
+    return [c.data for c in columns], which, offsets[at], offsets[at + 1]
