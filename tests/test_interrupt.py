@@ -193,17 +193,23 @@ def test_ctrl_c_while_a_lazy_import_makes_a_class_is_reported_as_an_interrupt(
         cli.main(["convert", str(tmp_path / "a.tfrecord"), str(tmp_path / "out")])
 
 
-def test_ctrl_c_during_a_lazy_import_stays_a_keyboard_interrupt(tmp_path, monkeypatch):
-    # what `import zarr` did when Ctrl-C landed while zarr made a class (Python 3.11)
-    from tfrecnp._util.optional import require
-
-    (tmp_path / "interrupted_module.py").write_text(
+def _interrupted_module(folder) -> None:
+    """interrupted_module.py in folder: Ctrl-C lands while it makes a class (Python 3.11
+    wraps that in RuntimeError)."""
+    (folder / "interrupted_module.py").write_text(
         "class Field:\n"
         "    def __set_name__(self, owner, name):\n"
         "        raise KeyboardInterrupt\n"
         "class Metadata:\n"
         "    attributes = Field()\n"
     )
+
+
+def test_ctrl_c_during_a_lazy_import_stays_a_keyboard_interrupt(tmp_path, monkeypatch):
+    # what `import zarr` did when Ctrl-C landed while zarr made a class (Python 3.11)
+    from tfrecnp._util.optional import require
+
+    _interrupted_module(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(KeyboardInterrupt):
         require("interrupted_module", "zarr")
@@ -212,13 +218,7 @@ def test_ctrl_c_during_a_lazy_import_stays_a_keyboard_interrupt(tmp_path, monkey
 def test_ctrl_c_during_the_first_use_of_a_name_stays_a_keyboard_interrupt(tmp_path, monkeypatch):
     # `tn.open` imports its module on first use; seen in the interrupt test above as
     # RuntimeError while the standard library's ipaddress made a class
-    (tmp_path / "interrupted_module.py").write_text(
-        "class Field:\n"
-        "    def __set_name__(self, owner, name):\n"
-        "        raise KeyboardInterrupt\n"
-        "class Metadata:\n"
-        "    attributes = Field()\n"
-    )
+    _interrupted_module(tmp_path)
     monkeypatch.setattr(tn, "__path__", [*tn.__path__, str(tmp_path)])
     monkeypatch.setitem(tn._HOMES, "Metadata", "interrupted_module")
     with pytest.raises(KeyboardInterrupt):

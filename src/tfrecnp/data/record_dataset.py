@@ -225,12 +225,13 @@ class RecordDataset(Dataset):
         ahead: int = 0,
     ) -> Iterator[Block]:
         big = self._mean_record_bytes() >= BIG_RECORD_BYTES
-        positioned = bool(ahead) and big and not shuffle and self._by_position()
+        crew = bool(ahead) and self._makes_ahead(shuffle)  # see CREW
+        positioned = crew and big  # each crew member reads its own block, by position
         if shuffle is True:
             raw = self._global_shuffle(block, rng)
         elif shuffle:
             raw = self._interleaved(block, rng)
-        elif positioned:  # where each crew member reads its own block, by position
+        elif positioned:
             raw = self._spans(block)
         else:  # big records are decoded where they were read, in their frames
             raw = self._stream_batches(block, framed=big)
@@ -239,7 +240,6 @@ class RecordDataset(Dataset):
         stages: list[Iterator] = [raw]
         if pool and not big:  # the pool draws in the reading thread: decoding weighs more
             stages.append(shuffle_records(stages[-1], int(shuffle), rng, block, spares))
-        crew = bool(ahead) and self._makes_ahead(shuffle)  # see CREW
         if ahead and not crew:  # the next block is read while this one decodes
             stages.append(run_ahead(stages[-1], 1))
             if threads is None:

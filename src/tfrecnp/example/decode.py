@@ -3,12 +3,12 @@
 `Decoder(spec)` turns a spec into a plan for the compiled core (`tfrecnp._core.decode`);
 `decoder.decode(batch)` decodes a `RecordBatch` (or a list of payloads, a `FrameBatch` of
 records still in the frames they were read into, or a `PooledBatch` of records where a
-shuffle pool holds them) into a ``dict[str, column]``. The core
-walks each batch twice without the GIL -- once to find and check every spec feature of
-every record, once to copy the values into outputs sized exactly from the first pass --
-and large batches are split into chunks decoded by parallel threads. This module sizes the
-outputs, turns the core's status codes into errors that name file, record, feature and
-byte, and wraps buffers as columns.
+shuffle pool holds them) into a ``dict[str, column]``. The core walks each batch twice
+without the GIL -- once to find and check every spec feature of every record, once to copy
+the values into outputs sized exactly from the first pass -- and large batches are split
+into chunks decoded by parallel threads. This module sizes the outputs, turns the core's
+status codes into errors that name file, record, feature and byte, and wraps buffers as
+columns.
 
 Which rules are protobuf's and which TensorFlow's: unknown fields are skipped (protobuf;
 TensorFlow's fast parser rejects some), the last of duplicate map keys wins (both), a
@@ -281,13 +281,12 @@ class Decoder:
     def _chunks(self, starts: np.ndarray, ends: np.ndarray, workers: int) -> list[tuple[int, int]]:
         """Record ranges of about equal payload bytes, one per piece decoded at once."""
         n = len(starts)
+        pieces = min(workers * PIECES_PER_THREAD if workers > 1 else 1, n // CHUNK_MIN_RECORDS + 1)
+        if pieces <= 1:  # one piece: no need to add up the bytes
+            return [(0, n)]
         sizes = np.cumsum(ends - starts)  # records may lie anywhere (a pool's, several buffers)
-        size = int(sizes[-1]) if n else 0
-        pieces = min(
-            workers * PIECES_PER_THREAD if workers > 1 else 1,
-            size // CHUNK_MIN_BYTES + 1,
-            n // CHUNK_MIN_RECORDS + 1,
-        )
+        size = int(sizes[-1])
+        pieces = min(pieces, size // CHUNK_MIN_BYTES + 1)
         if pieces <= 1:
             return [(0, n)]
         cuts = np.searchsorted(sizes, np.linspace(0, size, pieces + 1)[1:-1])
