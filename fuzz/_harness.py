@@ -51,7 +51,10 @@ SKIPPED = (
 )
 # (the command line and the framework adapters are no target; they import their frameworks)
 FD_SLACK = 32  # descriptors a target may open beyond those open at its 256th input
-DEFAULT_FLAGS = ["-timeout=20", "-rss_limit_mb=3072"]
+# libFuzzer's RSS is getrusage's peak, which Linux carries over from the process that
+# started this one (pytest with TensorFlow loaded holds ~1.7 GB): the limit counts from it.
+STARTED_AT_MB = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+DEFAULT_FLAGS = ["-timeout=20", f"-rss_limit_mb={STARTED_AT_MB + 3072}"]
 
 
 @contextlib.contextmanager

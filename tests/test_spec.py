@@ -57,6 +57,12 @@ def test_shapes_and_dtypes_are_normalised():
         ),
         (lambda: tn.FixedLen((), "nonsense"), "unknown dtype 'nonsense'"),
         (
+            lambda: tn.VarLen("int32b,,bytes"),  # NumPy's comma strings: a fuzz finding
+            "unknown dtype 'int32b,,bytes': one scalar type, such as 'int64'",
+        ),
+        (lambda: tn.Raw("i4,f4"), "unknown dtype 'i4,f4': one scalar type, such as 'int64'"),
+        (lambda: tn.FixedLen((), "(2)i4"), "unknown dtype '(2)i4'"),
+        (
             lambda: tn.FixedLen((2,), "int64", default=[1, 2, 3]),
             "default of shape (3,) does not fit FixedLen shape (2,)",
         ),

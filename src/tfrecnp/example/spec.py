@@ -99,9 +99,13 @@ def _dtype_name(dtype: Any) -> str:
         return "bytes"
     if isinstance(dtype, str) and dtype.startswith("tf."):
         dtype = dtype[3:]
+    if isinstance(dtype, str) and "," in dtype:
+        # NumPy reads a comma as a structured dtype (and its repeats with ast.literal_eval,
+        # which raises SyntaxError on junk); a feature holds one scalar type.
+        raise ValueError(f"unknown dtype {dtype!r}: one scalar type, such as 'int64'")
     try:
         dt = np.dtype(dtype)
-    except TypeError:
+    except (TypeError, ValueError, SyntaxError):
         raise ValueError(f"unknown dtype {dtype!r}") from None
     if dt.kind in "SO":
         return "bytes"
