@@ -236,6 +236,10 @@ def test_spec_json_and_spelling():
         tn.Image(2)
     with pytest.raises(ValueError, match="resize must be one of"):
         tn.Image(size=(2, 2), resize="cubic")
+    with pytest.raises(ValueError, match="Image dtype must be 'uint8' or 'float32', not 'float64'"):
+        tn.Image(dtype="float64")
+    with pytest.raises(ValueError, match="unknown dtype 'u1,,'"):  # a spec file's junk
+        tn.spec_from_json(text.replace('"float32"', '"u1,,"'))
 
 
 # -- errors -------------------------------------------------------------------------------

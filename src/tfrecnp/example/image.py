@@ -42,7 +42,7 @@ from .._core import resize as _resize
 from .._util.optional import require
 from ..errors import CorruptRecordError, SchemaError
 from .columns import BytesColumn
-from .spec import KIND_BYTES, Feature, FixedLen, register_feature_type
+from .spec import KIND_BYTES, Feature, FixedLen, dtype_name, register_feature_type
 
 __all__ = [
     "Image",
@@ -128,7 +128,7 @@ class Image(Feature):
             size = (h, w)
         if resize not in RESIZE_METHODS:
             raise ValueError(f"Image resize must be one of {RESIZE_METHODS}, not {resize!r}")
-        dtype = np.dtype(dtype).name
+        dtype = dtype_name(dtype)
         if dtype not in IMAGE_DTYPES:
             raise ValueError(f"Image dtype must be 'uint8' or 'float32', not {dtype!r}")
         if scale is not None and dtype != "float32":

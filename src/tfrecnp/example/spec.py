@@ -88,7 +88,7 @@ def _shape(shape: Any, what: str, *, allow_unknown: bool = False) -> tuple[int, 
     return dims
 
 
-def _dtype_name(dtype: Any) -> str:
+def dtype_name(dtype: Any) -> str:
     """ "bytes", or a NumPy dtype name; TensorFlow DTypes and "string" are understood."""
     if dtype is bytes or dtype is np.bytes_:
         return "bytes"
@@ -114,7 +114,7 @@ def _dtype_name(dtype: Any) -> str:
 
 def _value_dtype(dtype: Any) -> str:
     """A FixedLen/VarLen dtype: "bytes" or a NumPy bool/integer/float dtype name."""
-    name = _dtype_name(dtype)
+    name = dtype_name(dtype)
     if name != "bytes" and np.dtype(name).kind not in "biuf":
         raise ValueError(
             f"dtype must be 'int64', 'float32', 'bytes' or a NumPy integer, bool or float "
@@ -328,7 +328,7 @@ class Raw(Feature):
     type_name = "Raw"
 
     def __init__(self, dtype: Any, shape: Any = None):
-        name = _dtype_name(dtype)
+        name = dtype_name(dtype)
         if name == "bytes" or np.dtype(name).kind not in "biufc":
             raise ValueError(
                 f"Raw dtype must be a NumPy number or bool dtype, not {name!r} "
