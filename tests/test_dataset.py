@@ -956,6 +956,10 @@ def test_a_damaged_big_record_is_named_after_the_good_ones(big, tmp_path, prefet
             got.append(int(batch["label"][0]))
     assert got == list(range(200))
     assert str(positioned.value) == str(theirs.value)
+    for part in (indexed, indexed.take(300)):  # a shuffle buffer: streamed, read by position
+        with pytest.raises(tn.CorruptRecordError) as pooled:
+            list(part.batches(8, shuffle=50, seed=1, prefetch=prefetch))
+        assert str(pooled.value) == str(theirs.value)
     ds = tn.open(path, BIG_SPEC, on_error="skip")
     kept = np.concatenate([b["label"] for b in ds.batches(64, prefetch=prefetch)])
     assert np.array_equal(kept, np.delete(labels[:333], 200))
