@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import protowire as pw
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -365,8 +366,6 @@ def test_sequence_int64_beyond_32_bits_match_tensorflow(tf):
 @pytest.mark.parametrize("packed", [True, False])
 def test_hand_encoded_variants_match_tensorflow(tf, packed):
     """Encodings TensorFlow's writer does not emit, parsed by both."""
-    import protowire as pw
-
     ints = [5, -1, 2**62, -(2**63)]
     floats = [1.5, float("nan"), -0.0]
     entries = [
@@ -391,15 +390,9 @@ def test_hand_encoded_variants_match_tensorflow(tf, packed):
 def _length(n: int, width: int | None) -> bytes:
     """n as a varint of `width` bytes (padded: non-canonical), or canonical when None or
     when n needs more."""
-    canonical = len(_pw().varint(n))
+    canonical = len(pw.varint(n))
     width = canonical if width is None else max(width, canonical)
     return bytes(((n >> 7 * i) & 0x7F) | (0x80 if i < width - 1 else 0) for i in range(width))
-
-
-def _pw():
-    import protowire
-
-    return protowire
 
 
 @pytest.mark.parametrize("width", [None, 2, 3])
@@ -408,8 +401,6 @@ def test_one_list_features_of_any_length_encoding_match_tensorflow(tf, width):
     path in the core: lengths of one, two and three bytes, canonical or padded, read as
     TensorFlow reads them."""
     import struct
-
-    pw = _pw()
 
     def feature(kind: int, payload: bytes) -> bytes:
         body = pw.tag(1, pw.DELIMITED) + _length(len(payload), width) + payload

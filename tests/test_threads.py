@@ -118,10 +118,10 @@ def test_stopping_early_ends_the_workers_and_closes_the_source(how):
     assert _crew() - before
     if how == "close":
         results.close()
-    elif how == "break":
+    elif how == "break":  # the loop's reference was the only one: dropped on leaving it
         for _ in results:
             break
-        results.close()
+        del results
     else:
         del results
     deadline = time.monotonic() + 5

@@ -94,6 +94,28 @@ class _Origins:
         return functools.partial(_locate, self.origins)
 
 
+class _Spans:
+    """Payloads that lie apart: payload i is starts[i]:ends[i] of the batch's buffer(s)."""
+
+    starts: np.ndarray
+    ends: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @property
+    def nbytes(self) -> int:
+        """Payload bytes."""
+        return int((self.ends - self.starts).sum())
+
+    def _packing(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(lengths, offsets, data) of the payloads back to back: data to copy them into."""
+        lengths = self.ends - self.starts
+        offsets = np.zeros(len(lengths) + 1, np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+        return lengths, offsets, np.empty(int(offsets[-1]), np.uint8)
+
+
 @dataclass(frozen=True)
 class RecordBatch(_Origins):
     """Payloads of consecutive records: record i is data[offsets[i]:offsets[i + 1]].
@@ -171,7 +193,7 @@ class RecordBatch(_Origins):
 
 
 @dataclass(frozen=True)
-class FrameBatch(_Origins):
+class FrameBatch(_Spans, _Origins):
     """Records left in the frames they were read in: payload i is data[starts[i]:ends[i]],
     with frame headers between. A pass decodes straight from them, so payloads (16 KiB
     tensors, images) are not copied out of their frames first; `packed()` gives the
@@ -207,26 +229,15 @@ class FrameBatch(_Origins):
         good = FrameBatch(self.data, self.starts[:bad], self.ends[:bad], origins, self.offset)
         return good, error
 
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    @property
-    def nbytes(self) -> int:
-        """Payload bytes."""
-        return int((self.ends - self.starts).sum())
-
     def packed(self) -> RecordBatch:
         """The payloads back to back, copied out of their frames."""
-        lengths = self.ends - self.starts
-        offsets = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        data = np.empty(int(offsets[-1]), np.uint8)
+        lengths, offsets, data = self._packing()
         framing.gather_ranges(self.data, self.starts, lengths, data)
         return RecordBatch(data, offsets, self.origins)
 
 
 @dataclass(frozen=True)
-class PooledBatch:
+class PooledBatch(_Spans):
     """Records left in several buffers (the blocks a shuffle pool holds): payload i is
     parts[which[i]][starts[i]:ends[i]], its CRC already checked. The decoder reads each
     where it lies, so the rows leaving a pool are not copied together first; `packed()`
@@ -239,14 +250,6 @@ class PooledBatch:
     ends: np.ndarray
     place: Callable[[int], tuple[str, int]]
 
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    @property
-    def nbytes(self) -> int:
-        """Payload bytes."""
-        return int((self.ends - self.starts).sum())
-
     def where(self, row: int) -> tuple[str, int]:
         return self.place(row)
 
@@ -255,10 +258,7 @@ class PooledBatch:
 
     def packed(self) -> RecordBatch:
         """The payloads back to back, copied out of the parts (origins per row)."""
-        lengths = self.ends - self.starts
-        offsets = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        data = np.empty(int(offsets[-1]), np.uint8)
+        lengths, offsets, data = self._packing()
         framing.gather_parts(self.parts, self.which, self.starts, lengths, data, offsets[:-1])
         origins = tuple((row, *self.place(row)) for row in range(len(self)))
         return RecordBatch(data, offsets, origins)
