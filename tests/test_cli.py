@@ -314,3 +314,25 @@ def test_inspect_and_head_read_array_files(capsys, tmp_path):
     assert out.count("record ") == 5 and "label  4" in out
     status, _, err = run(capsys, "head", tmp_path / "d.h5", "--key", "valid")
     assert status == 2 and "no dataset or group 'valid'" in err and "train/label" in err
+
+
+def test_a_warning_is_one_line_on_screen(tmp_path):
+    """`tfrecnp inspect` on a folder with other files: the warning naming them is one
+    `tfrecnp inspect: warning: ...` line, without a line of tfrecnp's source under it."""
+    import tfrecnp as tn
+
+    tn.write(tmp_path / "a.tfrecord", {"x": np.arange(5)}, progress=False)
+    (tmp_path / "README").write_text("about the data\n")
+    (tmp_path / "notes.txt").write_text("more\n")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    script = Path(sys.executable).with_name("tfrecnp")
+    done = subprocess.run(
+        [script, "inspect", tmp_path], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert "tn.FixedLen((), 'int64')" in done.stdout
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("tfrecnp inspect: warning: passed over 2 files")
+    assert "README" in lines[0] and "notes.txt" in lines[0]
+    assert ".py:" not in done.stderr and "UserWarning" not in done.stderr

@@ -2,8 +2,10 @@
 TensorFlow, tfrecnp alone and the line that says how to install it."""
 
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -74,3 +76,18 @@ def test_bench_without_tensorflow_says_how_to_install_it(files):
     assert "tfrecnp" in proc.stdout and "(3,000 records in" in proc.stdout
     assert "x TensorFlow" not in proc.stdout
     assert "pip install tensorflow-cpu (or pip install 'tfrecnp[tf]')" in proc.stdout
+
+
+def test_bench_prints_no_tensorflow_start_up_log(files):
+    """The real command: TensorFlow's start-up lines (absl's pre-init notice, oneDNN,
+    cpu_feature_guard) do not come above the table; oneDNN stays as TensorFlow set it."""
+    paths, spec_file = files
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_", "PYTHONWARN"))}
+    script = Path(sys.executable).with_name("tfrecnp")
+    argv = [script, "bench", paths[0], "--spec", spec_file, "--seconds", "1"]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "x TensorFlow here" in proc.stdout
+    for noise in ("absl", "oneDNN", "cpu_feature_guard", "I0000", "tf_record_dataset_op"):
+        assert noise not in proc.stderr, proc.stderr
+    assert proc.stderr == ""

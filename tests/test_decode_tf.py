@@ -471,3 +471,53 @@ def test_fixed_length_sequence_features_as_tensorflow_gives_them(tf, tmp_path):
         assert ours.lengths.tolist() == lengths["pts"].numpy().tolist() == steps
         padded = next(ds.batches(len(steps), pad={"pts": None}))
         assert np.array_equal(padded["pts"], theirs["pts"].numpy())
+
+
+ARRAY = np.arange(10, dtype=np.float32).tobytes()  # 40 bytes, one array's raw bytes
+HINTED = [  # (record kind, what one record holds, the spec given), each wrong for the data
+    ("example", ("float", [1.0, 2.0]), tn.FixedLen((3,), "float32")),
+    ("example", ("bytes", [ARRAY]), tn.FixedLen((10,), "float32")),
+    ("example", ("bytes", [ARRAY]), tn.VarLen("float32", inner_shape=(2,))),
+    ("example", ("bytes", [ARRAY]), tn.Raw("float64", shape=(2, 2))),
+    ("example", ("int64", [1, 2, 3]), tn.Raw("float32", shape=(3,))),
+    ("example", ("bytes", [ARRAY[:8]]), tn.FixedLen((), "int64")),
+    ("example", ("bytes", [b"a", b"b"]), tn.Raw("uint8")),
+    ("example", ("float", [1.5]), tn.Bytes()),
+    ("steps", ("float", [1.0, 2.0]), tn.FixedLen((3,), "float32")),
+    ("steps", ("bytes", [ARRAY]), tn.FixedLen((10,), "float32")),
+    ("steps", ("bytes", [ARRAY]), tn.FixedLen((), "float32")),
+    ("steps", ("bytes", [ARRAY]), tn.VarLen("float32")),
+    ("steps", ("bytes", [ARRAY]), tn.VarLen("float32", inner_shape=(5,))),
+    ("steps", ("bytes", [ARRAY, ARRAY]), tn.VarLen("float32")),
+    ("steps", ("bytes", [b"a", b"b"]), tn.Bytes()),
+    ("steps", ("float", [1.5]), tn.Bytes()),
+]
+
+
+@pytest.mark.parametrize(("record", "holds", "spec"), HINTED)
+def test_did_you_mean_hints_are_code_that_reads_the_file(tf, tmp_path, record, holds, spec):
+    """A SchemaError's 'did you mean X?' is Python that builds a spec its place accepts
+    (a feature list takes no Raw of varying length), and that spec reads the file."""
+    import re
+
+    kind, values = holds
+    lists = {"bytes": tf.train.BytesList, "float": tf.train.FloatList, "int64": tf.train.Int64List}
+    feature = tf.train.Feature(**{f"{kind}_list": lists[kind](value=values)})
+    if record == "example":
+        proto = tf.train.Example(features=tf.train.Features(feature={"x": feature}))
+        as_spec = lambda f: {"x": f}  # noqa: E731
+    else:  # three steps, each holding what one Example's feature holds
+        steps = tf.train.FeatureList(feature=[feature] * 3)
+        proto = tf.train.SequenceExample(
+            feature_lists=tf.train.FeatureLists(feature_list={"x": steps})
+        )
+        as_spec = lambda f: tn.Sequence(sequence={"x": f})  # noqa: E731
+    path = str(tmp_path / "x.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        writer.write(proto.SerializeToString())
+    with pytest.raises(tn.SchemaError) as info:
+        tn.read(path, spec=as_spec(spec))
+    hint = re.search(r"did you mean (tn\..*?)(?: in the sequence)?\?$", str(info.value))
+    assert hint, str(info.value)
+    suggested = eval(hint.group(1), {"tn": tn})
+    tn.read(path, spec=as_spec(suggested))  # reads, no SchemaError

@@ -19,6 +19,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -210,7 +211,7 @@ def test_float_scale(tf, encoded):
 def test_varying_sizes_come_back_as_a_list_column(tf):
     sizes = [(20, 30), (31, 17), (20, 30)]
     blobs = BytesColumn.from_list([tf.io.encode_jpeg(pixels(h, w, 3)).numpy() for h, w in sizes])
-    said = r"differ in size \(\[20, 30, 3\], \[31, 17, 3\]\).*Image\(size=\(h, w\)\)"
+    said = r"differ in size \(\[20, 30, 3\], \[31, 17, 3\]\).*tn.Image\(size=\(20, 30\)\)"
     with pytest.warns(UserWarning, match=said):
         col = decode_images(blobs, tn.Image())
     assert col.dtype == object and [im.shape for im in col] == [(*s, 3) for s in sizes]
@@ -221,6 +222,32 @@ def test_varying_sizes_come_back_as_a_list_column(tf):
         png = [tf.io.encode_png(pixels(h, w, 1)).numpy() for h, w in sizes]
         col = decode_images(BytesColumn.from_list(png[:1] + png[2:]), tn.Image(1))
     assert col.shape == (2, 20, 30, 1)
+
+
+def _hinted_image(message: str) -> str:
+    """The tn.Image(...) code a message tells the user to give."""
+    return re.search(r"give (tn\.Image\((?:[^()]|\([^()]*\))*\))", message, re.I).group(1)
+
+
+@pytest.mark.parametrize(
+    ("spec", "want"),
+    [
+        (tn.Image(1), tn.Image(1, (20, 30))),
+        (tn.Image(dtype="float32", scale=2.0), tn.Image(3, (20, 30), dtype="float32", scale=2.0)),
+        (tn.Image(None, resize="area"), tn.Image(None, (20, 30), resize="area")),
+    ],
+)
+def test_mixed_sizes_hint_is_code_that_reads_them(tf, spec, want):
+    """The warning's spec runs as Python and keeps the user's other arguments."""
+    c = spec.channels or 3
+    blobs = BytesColumn.from_list(
+        [tf.io.encode_png(pixels(h, w, c)).numpy() for h, w in [(20, 30), (31, 17)]]
+    )
+    with pytest.warns(UserWarning, match="differ in size") as caught:
+        decode_images(blobs, spec)
+    hinted = eval(_hinted_image(str(caught[0].message)), {"tn": tn})
+    assert hinted == want
+    assert decode_images(blobs, hinted).shape == (2, 20, 30, c)
 
 
 def test_spec_json_and_spelling():
@@ -355,9 +382,12 @@ def test_unexpected_channel_count(tf, tmp_path):
         tn.read(path, spec={"image": tn.Image(None, (8, 8))})
     assert str(info.value) == (
         "feature 'image' holds an image with 4 channels where the batch has 3; give "
-        f"tn.Image(channels=4) or another fixed channel count to convert every image, at "
-        f"{path} record 2"
+        f"tn.Image(channels=4, size=(8, 8)) or another fixed channel count to convert every "
+        f"image, at {path} record 2"
     )
+    hinted = eval(_hinted_image(str(info.value)), {"tn": tn})
+    assert hinted == tn.Image(4, (8, 8))  # the user's size kept
+    assert tn.read(path, spec={"image": hinted})["image"].shape == (3, 8, 8, 4)
     with pytest.raises(tn.SchemaError, match="holds an image with 4 channels where the batch"):
         tn.read(path, spec={"image": tn.Image(None)})
     assert tn.read(path, spec={"image": tn.Image(4)})["image"].shape == (3, 8, 8, 4)

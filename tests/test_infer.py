@@ -279,3 +279,134 @@ def test_demo_takes_json(tmp_path, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["ok"] is True and doc["records"] == 100
     assert doc["steps"][0].startswith("wrote ") and any("saved" in s for s in doc["steps"])
+
+
+def _damaged(tmp_path, n: int = 50, bad: int = 5) -> tuple[str, np.ndarray]:
+    """A file of n records whose record `bad` has bits flipped in its payload, and the
+    labels of the records that survive."""
+    rng = np.random.default_rng(3)
+    cols = {"label": np.arange(n), "x": rng.random((n, 3)).astype(np.float32)}
+    path = tn.write(tmp_path / "damaged.tfrecord", cols, progress=False).paths[0]
+    index = tn.scan_file(path)
+    with open(path, "r+b") as f:
+        f.seek(int(index.offsets[bad]) + 12 + int(index.lengths[bad]) // 2)
+        byte = f.read(1)[0]
+        f.seek(-1, 1)
+        f.write(bytes([byte ^ 0xFF]))
+    return path, np.delete(np.arange(n), bad)
+
+
+DAMAGED_SPEC = {"label": tn.FixedLen((), "int64"), "x": tn.FixedLen((3,), "float32")}
+
+
+def test_inference_honours_on_error_on_a_damaged_record(tmp_path):
+    import warnings
+
+    path, _ = _damaged(tmp_path)
+    with pytest.raises(tn.CorruptRecordError, match="record 5"):
+        infer_spec(path)
+    with pytest.raises(tn.CorruptRecordError, match="record 5"):
+        infer_spec(path, on_error="raise")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", tn.CorruptRecordWarning)  # skip is silent
+        assert infer_spec(path, on_error="skip") == DAMAGED_SPEC
+        assert inspect(path, on_error="skip").spec == DAMAGED_SPEC
+    with pytest.warns(tn.CorruptRecordWarning, match=r"CRC mismatch .* record 5 "):
+        assert infer_spec(path, on_error="warn") == DAMAGED_SPEC
+
+
+def test_open_and_read_without_a_spec_honour_on_error(tmp_path):
+    path, kept = _damaged(tmp_path)
+    with pytest.raises(tn.CorruptRecordError, match="record 5"):
+        tn.open(path)
+    with pytest.raises(tn.CorruptRecordError, match="record 5"):
+        tn.read(path)
+    np.testing.assert_array_equal(tn.open(path, on_error="skip").to_numpy()["label"], kept)
+    np.testing.assert_array_equal(tn.read(path, on_error="skip")["label"], kept)
+    with pytest.warns(tn.CorruptRecordWarning, match="record 5"):
+        np.testing.assert_array_equal(tn.read(path, on_error="warn")["label"], kept)
+
+
+def test_cli_inspect_and_head_warn_about_damage_in_the_sample(tmp_path, capsys):
+    import warnings
+
+    path, _ = _damaged(tmp_path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main(["inspect", path]) == 0
+        out, err = capsys.readouterr()
+        assert "FixedLen((3,), 'float32')" in out
+        assert main(["head", path, "-n", "3"]) == 0  # records 0-2 are whole
+        out2, err2 = capsys.readouterr()
+    assert "record 0" in out2 and "record 2" in out2
+    told = err + err2 + "".join(str(w.message) for w in caught)
+    assert told.count("CRC mismatch") >= 2 and "record 5" in told
+
+
+def _proposed_raw(notes: list[str]) -> tn.Raw | None:
+    """The tn.Raw(...) that a feature's notes propose, built from the printed code."""
+    found = [m for n in notes for m in re.findall(r"tn\.Raw\([^()]*(?:\([^()]*\))?\)", n)]
+    return eval(found[0], {"tn": tn}) if found else None
+
+
+def test_names_of_one_length_are_text_not_raw_bytes(tf, tmp_path):
+    """UTF-8 file names that share a byte length are read as tn.Bytes(), with no raw hint,
+    even where the 16 bytes the survey keeps end inside a character."""
+    names = [f"Zürich/Bahnhofö_{i:03d}.jpg".encode() for i in range(40)]
+    assert len({len(n) for n in names}) == 1
+    with pytest.raises(UnicodeDecodeError):
+        names[0][:16].decode()
+    path = write_examples(
+        tf, tmp_path / "names.tfrecord", [{"name": ("bytes", [n])} for n in names]
+    )
+    report = inspect(path)
+    assert report.spec == {"name": tn.Bytes()}
+    assert _proposed_raw(report.features[0].notes) is None, report.features[0].notes
+    assert tn.read(path, report.spec)["name"].to_list() == names
+
+
+@pytest.fixture
+def audioset_like(tf, tmp_path):
+    """SequenceExamples shaped like AudioSet's: an 11-byte video id and labels as context,
+    and a feature list of 128-byte quantized embeddings, one bytes value per second; plus a
+    feature list whose steps differ in length though each record's total is a multiple."""
+    rng = np.random.default_rng(3)
+    embeddings, path = [], str(tmp_path / "audioset.tfrecord")
+    with tf.io.TFRecordWriter(path) as writer:
+        for i in range(30):
+            steps = rng.integers(0, 256, (int(rng.integers(1, 11)), 128), dtype=np.uint8)
+            embeddings.append(steps)
+            context = tf.train.Features(
+                feature={
+                    "video_id": feature(tf, "bytes", [b"-%010d" % i]),
+                    "labels": feature(tf, "int64", rng.integers(0, 527, 1 + i % 3).tolist()),
+                }
+            )
+            lists = {
+                "audio_embedding": [feature(tf, "bytes", [s.tobytes()]) for s in steps],
+                "uneven": [feature(tf, "bytes", [bytes(100)]), feature(tf, "bytes", [bytes(156)])],
+            }
+            lists = tf.train.FeatureLists(
+                feature_list={k: tf.train.FeatureList(feature=v) for k, v in lists.items()}
+            )
+            proto = tf.train.SequenceExample(context=context, feature_lists=lists)
+            writer.write(proto.SerializeToString())
+    return path, embeddings
+
+
+def test_feature_list_of_raw_steps_proposes_the_raw_that_reads_them(audioset_like, capsys):
+    path, embeddings = audioset_like
+    report = inspect(path)
+    notes = {f.name: f.notes for f in report.features}
+    proposed = _proposed_raw(notes["audio_embedding"])
+    assert proposed == tn.Raw("uint8", shape=(128,)), notes["audio_embedding"]
+    assert _proposed_raw(notes["uneven"]) is None  # 100 + 156 bytes: not one array size
+    assert _proposed_raw(notes["video_id"]) is None  # text
+    spec = tn.Sequence(context=report.spec.context, sequence={"audio_embedding": proposed})
+    got = tn.read(path, spec)["audio_embedding"]
+    assert got.row_splits.tolist() == np.cumsum([0] + [len(e) for e in embeddings]).tolist()
+    np.testing.assert_array_equal(got.values, np.concatenate(embeddings))
+    assert main(["inspect", path]) == 0
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("audio_embedding"))
+    assert "tn.Raw('uint8', shape=(128,)) per step" in line

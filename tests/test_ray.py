@@ -121,3 +121,60 @@ def test_dataset_to_ray(ray_local, shards):
         ds.take(10).to_ray()
     with pytest.raises(TypeError, match="from_numpy"):
         tn.open(np.arange(3)).to_ray()
+
+
+def _boxes_and_matrices(n: int) -> tuple[dict, dict]:
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(0, 4, n)
+    boxes = rng.standard_normal((int(lengths.sum()), 4)).astype(np.float32)
+    cols = {
+        "m": rng.standard_normal((n, 2, 2)).astype(np.float32),
+        "box": tn.Ragged.from_lengths(boxes, lengths),
+    }
+    spec = {"m": tn.FixedLen((2, 2), "float32"), "box": tn.VarLen("float32", inner_shape=(4,))}
+    return cols, spec
+
+
+def test_an_empty_shard_reads_as_no_rows(ray_local, tmp_path):
+    cols, spec = _boxes_and_matrices(40)
+    out = tn.write(tmp_path / "a.tfrecord", cols, progress=False)
+    (tmp_path / "empty.tfrecord").write_bytes(b"")  # a task with no records
+    ds = tnray.read([out.paths[0], tmp_path / "empty.tfrecord"], spec)
+    got = ds.take_batch(1000, batch_format="numpy")
+    np.testing.assert_array_equal(got["m"], cols["m"])
+    assert ds.count() == 40
+
+
+def test_varlen_inner_shape_rows_are_arrays_and_write_back(ray_local, tmp_path):
+    cols, spec = _boxes_and_matrices(50)
+    out = tn.write(tmp_path / "a.tfrecord", cols, records_per_shard=20, progress=False)
+    ds = tnray.read(out.paths, spec)
+    rows = ds.take_all()
+    assert len(rows) == 50
+    for i, row in enumerate(rows):  # one (n, 4) float32 array per row, as tn batches give
+        assert row["box"].dtype == np.float32 and row["box"].shape == (len(cols["box"][i]), 4)
+        np.testing.assert_array_equal(row["box"], cols["box"][i])
+    (tmp_path / "back").mkdir()
+    wrote = tnray.write(ds, tmp_path / "back" / "b.tfrecord")
+    assert wrote.spec["box"] == spec["box"]
+    back = tn.read(wrote.paths, spec)
+    np.testing.assert_array_equal(back["box"].values, cols["box"].values)
+    np.testing.assert_array_equal(back["box"].row_splits, cols["box"].row_splits)
+    np.testing.assert_array_equal(back["m"], cols["m"])
+
+
+def test_inference_skips_a_damaged_sampled_record(ray_local, shards):
+    out, cols = shards
+    path = out.paths[1]
+    index = tn.scan_file(path)
+    with open(path, "r+b") as f:  # record 3 of the second shard: in inference's sample
+        f.seek(int(index.offsets[3]) + 12 + int(index.lengths[3]) // 2)
+        byte = f.read(1)[0]
+        f.seek(-1, 1)
+        f.write(bytes([byte ^ 0xFF]))
+    with pytest.raises(tn.CorruptRecordError, match="record 3"):
+        tnray.read(out.paths)
+    ds = tnray.read(out.paths, on_error="skip")
+    assert sorted(ds.schema().names) == sorted(out.spec)
+    labels = np.sort(ds.take_batch(10**9, batch_format="numpy")["label"])
+    np.testing.assert_array_equal(labels, np.delete(cols["label"], 1003))

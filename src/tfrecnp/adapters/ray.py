@@ -7,8 +7,11 @@ index is known (a `.idx` sidecar, or a header-only scan of a local file). Each t
 its bytes through `RecordReader` (remote files in requests of several MiB), decodes blocks
 with a `Decoder` built once per task, and hands Ray Arrow tables: dense columns as
 primitive columns (or Ray's tensor columns for shapes beyond one axis), Ragged as Arrow
-list columns, bytes as binary. Metadata carries exact row counts where the index gives
-them. CRCs are checked; on_error="skip" / "warn" resynchronise as locally.
+list columns (Ragged rows of an inner shape, a VarLen's inner_shape, as Ray's
+variable-shaped tensor columns: a row is one (n, *inner_shape) array), bytes as binary.
+A task with no records yields an empty block of the same schema. Metadata carries exact
+row counts where the index gives them. CRCs are checked; on_error="skip" / "warn"
+resynchronise as locally, and apply to the sample a spec is inferred from.
 
 write: each write task encodes its blocks (Arrow list columns back to Ragged) with the
 `Writer` into one shard under a hidden name; when every task has succeeded the driver
@@ -157,8 +160,8 @@ def _read_fn(share: _Share, spec: Any, verify_crc: bool, on_error: str):
         for batch in batches:
             empty = False
             yield to_arrow(decoder.decode(batch))
-        if empty:
-            yield _arrow_schema(spec).empty_table()
+        if empty:  # a block of the schema (Schema.empty_table cannot build tensor columns)
+            yield _empty_table(spec)
 
     return read
 
@@ -174,12 +177,17 @@ def _block_rows(share: _Share) -> int:
     return int(min(1 << 17, max(64, BLOCK_BYTES // mean)))
 
 
-def _arrow_schema(spec: Any) -> pa.Schema:
-    """The Arrow schema of decoded blocks, from an empty decode (so it always agrees)."""
+def _empty_table(spec: Any) -> pa.Table:
+    """A block of no records, from an empty decode (so its schema always agrees)."""
     from ..format.reader import RecordBatch
 
     empty = RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64))
-    return to_arrow(Decoder(spec).decode(empty)).schema
+    return to_arrow(Decoder(spec).decode(empty))
+
+
+def _arrow_schema(spec: Any) -> pa.Schema:
+    """The Arrow schema of decoded blocks."""
+    return _empty_table(spec).schema
 
 
 def read(
@@ -199,8 +207,10 @@ def read(
     paths: a file, glob, folder or list, local or any fsspec URL (storage_options for its
     filesystem). spec: as tn.open takes it; None infers one from a sample. Files larger
     than task_bytes with a known index are split into several read tasks. Columns: dense
-    features as primitive or tensor columns, VarLen (Ragged) as Arrow lists, bytes as
-    binary. on_error="skip" / "warn" skips damaged records instead of failing the task.
+    features as primitive or tensor columns, VarLen (Ragged) as Arrow lists (with an
+    inner_shape, as variable-shaped tensors: a row is one (n, *inner_shape) array), bytes
+    as binary. on_error="skip" / "warn" skips damaged records (in inference's sample too)
+    instead of failing the task.
     preserve_order=True (this dataset's execution option) keeps the files' order, as a
     local read gives it; False lets Ray hand out blocks as tasks finish.
     """
@@ -210,7 +220,9 @@ def read(
     files = [
         p if fs.is_url(p) else os.path.abspath(p) for p in expand_paths(paths, storage_options)
     ]
-    spec = as_spec(spec) if spec is not None else infer_spec(files, compression=compression)
+    if spec is None:
+        spec = infer_spec(files, compression=compression, on_error=on_error)
+    spec = as_spec(spec)
     source = TFRecordDatasource(
         files,
         spec,
@@ -229,11 +241,14 @@ def read(
 
 def to_arrow(columns: Mapping[str, Any]) -> pa.Table:
     """Decoded columns as an Arrow table: 1-D arrays as primitive columns, arrays of more
-    axes as Ray tensor columns, Ragged as (large) list columns, bytes as large binary."""
+    axes as Ray tensor columns, Ragged as (large) list columns, or as Ray variable-shaped
+    tensor columns when its values have an inner shape; bytes as large binary."""
     return pa.table({name: _arrow_column(col) for name, col in columns.items()})
 
 
 def _arrow_column(col: Any) -> pa.Array:
+    if isinstance(col, Ragged) and isinstance(col.values, np.ndarray) and col.values.ndim > 1:
+        return _variable_tensors(col)
     if isinstance(col, Ragged):
         values = _arrow_column(col.values)
         return pa.LargeListArray.from_arrays(pa.array(col.row_splits, pa.int64()), values)
@@ -249,10 +264,48 @@ def _arrow_column(col: Any) -> pa.Array:
     return ArrowTensorArray.from_numpy(np.ascontiguousarray(arr))
 
 
+VARIABLE_TENSOR = "ray.data.arrow_variable_shaped_tensor"
+
+
+def _variable_tensors(col: Ragged) -> pa.Array:
+    """Rows of inner shape (a VarLen's inner_shape) as Ray's variable-shaped tensor column,
+    so each row reaches Ray users as one (n, *inner_shape) array, as tfrecnp's batches
+    give it (a list of tensor columns would give an object array of n small arrays)."""
+    from ray.data.extensions import ArrowVariableShapedTensorType
+
+    values = np.ascontiguousarray(col.values)
+    inner = values.shape[1:]
+    per_row = int(np.prod(inner))
+    splits = np.asarray(col.row_splits, np.int64)
+    data = pa.LargeListArray.from_arrays(pa.array(splits * per_row), pa.array(values.ravel()))
+    shapes = np.empty((len(col), 1 + len(inner)), np.int64)
+    shapes[:, 0] = np.diff(splits)
+    shapes[:, 1:] = inner
+    steps = np.arange(0, shapes.size + 1, shapes.shape[1], dtype=np.int32)
+    shape = pa.ListArray.from_arrays(pa.array(steps), pa.array(shapes.ravel()))
+    storage = pa.StructArray.from_arrays([data, shape], ["data", "shape"])
+    kind = ArrowVariableShapedTensorType(pa.from_numpy_dtype(values.dtype), 1 + len(inner))
+    return pa.ExtensionArray.from_storage(kind, storage)
+
+
+def _from_variable_tensors(arr: pa.ExtensionArray) -> Any:
+    """Ray's variable-shaped tensor column -> Ragged rows of one inner shape (None when
+    the rows' inner shapes differ)."""
+    data, shape = arr.storage.flatten()
+    shapes = np.asarray(shape.flatten(), np.int64).reshape(len(arr), arr.type.ndim)
+    if not len(arr) or arr.type.ndim < 2 or np.any(shapes[:, 1:] != shapes[0, 1:]):
+        return None
+    offsets = np.asarray(data.offsets, np.int64)
+    flat = np.asarray(data.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0])))
+    inner = tuple(int(d) for d in shapes[0, 1:])
+    return Ragged.from_lengths(flat.reshape(-1, *inner), shapes[:, 0])
+
+
 def from_arrow(table: pa.Table, spec: Any = None) -> dict[str, Any]:
     """An Arrow table (a Ray block) as columns the Writer takes: lists -> Ragged, binary ->
-    BytesColumn, tensor columns -> ndarrays. With a spec, list columns of a FixedLen or
-    Raw feature become dense arrays of its shape."""
+    BytesColumn, tensor columns -> ndarrays, variable-shaped tensors of one inner shape ->
+    Ragged of that inner shape. With a spec, list columns of a FixedLen or Raw feature
+    become dense arrays of its shape."""
     features = spec if isinstance(spec, Mapping) else {}
     out = {}
     for name in table.column_names:
@@ -292,6 +345,10 @@ def _from_arrow(arr: pa.Array) -> Any:
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_string(kind):
         return BytesColumn.from_list(arr.to_pylist())
     if isinstance(kind, pa.ExtensionType):
+        if kind.extension_name == VARIABLE_TENSOR:
+            rows = _from_variable_tensors(arr)
+            if rows is not None:
+                return rows
         return np.asarray(arr.to_numpy())
     return arr.to_numpy(zero_copy_only=False)
 

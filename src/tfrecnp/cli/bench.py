@@ -10,6 +10,10 @@ tf.io feature specs; TensorFlow is imported only here, and only when installed.
 from __future__ import annotations
 
 import argparse
+import os
+import re
+import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -23,6 +27,40 @@ TF_MISSING = (
     "TensorFlow is not installed, so only tfrecnp was timed; to compare, "
     "pip install tensorflow-cpu (or pip install 'tfrecnp[tf]')"
 )
+
+
+# What TensorFlow writes to stderr as it starts: absl's notice that its logging is not set
+# up yet, and information lines (oneDNN's notice) written before TF_CPP_MIN_LOG_LEVEL counts.
+STARTUP_NOISE = re.compile(
+    rb"WARNING: All log messages before absl::InitializeLog\(\) is called"
+    rb"|I\d{4} \d\d:\d\d:\d+\.\d+ +\d+ [\w.]+:\d+\] "
+)
+
+
+def import_tensorflow() -> Any:
+    """import tensorflow, without its start-up log above the table the user came for.
+    TF_CPP_MIN_LOG_LEVEL=2 quiets its information and warning lines from then on; the lines
+    written before absl's logging starts ignore it and go straight to file descriptor 2, so
+    they are caught during the import and all but those are passed on. A level the user
+    set is kept, with everything shown; TF_ENABLE_ONEDNN_OPTS is not touched."""
+    if "tensorflow" in sys.modules or "TF_CPP_MIN_LOG_LEVEL" in os.environ:
+        import tensorflow
+
+        return tensorflow
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    with tempfile.TemporaryFile() as caught:
+        sys.stderr.flush()
+        kept = os.dup(2)
+        os.dup2(caught.fileno(), 2)
+        try:
+            import tensorflow
+        finally:
+            os.dup2(kept, 2)
+            os.close(kept)
+            caught.seek(0)
+            said = [ln for ln in caught.read().splitlines(True) if not STARTUP_NOISE.match(ln)]
+            sys.stderr.write(b"".join(said).decode(errors="replace"))
+    return tensorflow
 
 
 @dataclass
@@ -134,7 +172,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         ds = ds.select(args.select.split(","))
     shuffle = args.shuffle or 0
     try:
-        import tensorflow  # noqa: F401
+        import_tensorflow()
     except ImportError:
         missing, unsupported = True, []
     else:

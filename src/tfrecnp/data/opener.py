@@ -67,7 +67,7 @@ def open(
         )
     files = Files(expand_paths(paths, storage_options), compression, verify_crc, on_error)
     if spec is None:
-        spec = infer_spec(files.paths, compression=compression)
+        spec = infer_spec(files.paths, compression=compression, on_error=on_error)
     return RecordDataset(files, _load_spec(spec))
 
 

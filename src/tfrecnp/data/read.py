@@ -28,6 +28,7 @@ def read(
     verify_crc: bool = True,
     threads: int | None = None,
     storage_options: dict | None = None,
+    on_error: str = "raise",
 ) -> Batch:
     """Every record of the files decoded into one dict of columns.
 
@@ -35,14 +36,15 @@ def read(
     the last one decodes (threads: decoding threads, default one less than the cores).
     The whole result is held in memory; to stream a dataset larger than memory, iterate
     RecordReader(...).batches() through a Decoder instead. Paths may be URLs of any fsspec
-    filesystem, with storage_options.
+    filesystem, with storage_options. on_error="skip" / "warn" skips damaged records (in
+    the sample a spec is inferred from too) instead of raising CorruptRecordError.
     """
     paths = expand_paths(paths, storage_options)
     if spec is None:
-        spec = infer_spec(paths)
+        spec = infer_spec(paths, compression=compression, on_error=on_error)
     # this thread reads while the pipeline thread decodes: one core less for chunks
     decoder = Decoder(spec, threads=threads if threads is not None else max(1, CPUS - 1))
-    reader = RecordReader(paths, compression=compression, verify_crc=verify_crc)
+    reader = RecordReader(paths, compression=compression, verify_crc=verify_crc, on_error=on_error)
     size = batch_size(paths, compression=compression)
     parts = list(_pipelined(reader.batches(size), decoder.decode))
     if not parts:
@@ -55,7 +57,8 @@ def read(
 def batch_size(paths: Paths, *, compression: str | None = "auto") -> int:
     """Records per batch for these files: about BATCH_BYTES of payload (judged from the
     first records), so small records batch by thousands and big tensors by tens."""
-    sample = next(RecordReader(paths, compression=compression).batches(64), None)
+    # damage is the reading's to report, under its own on_error
+    sample = next(RecordReader(paths, compression=compression, on_error="skip").batches(64), None)
     if sample is None or len(sample) == 0:
         return BATCH_RECORDS[1]
     mean = max(1.0, len(sample.data) / len(sample))

@@ -572,34 +572,43 @@ def _a(word: str) -> str:
     return ("an " if word[:1] in "aeiou" else "a ") + word
 
 
-def _suggest(c: _Compiled, kind: int, count: int, nbytes: int) -> str:
-    """A spec that would read what was found, as ' did you mean ...?', or ''."""
+def _suggest(c: _Compiled, kind: int, count: int, nbytes: int, steps: int = 0) -> str:
+    """A spec that would read what was found, as ' did you mean ...?', or ''. The spec
+    is printed as code to paste, so it must be one that the spec's place accepts (a
+    feature list takes no Raw of a varying first axis)."""
     spec = c.spec
     found = KIND_DTYPES.get(kind)
     if found is None:
         return ""
+    per = max(steps, 1) if c.section else 1  # lists found: a record's, or each step's
     guess: Feature | None = None
     if isinstance(spec, (FixedLen, VarLen)) and spec.dtype != "bytes" and kind == KIND_BYTES:
         itemsize = np.dtype(spec.dtype).itemsize
-        if count == 1 and nbytes % itemsize == 0:
-            if isinstance(spec, FixedLen) and nbytes == spec.size * itemsize:
+        n = nbytes // per // itemsize  # values in each bytes value, if they are one size
+        if count == per and nbytes and nbytes % (per * itemsize) == 0:
+            if isinstance(spec, FixedLen) and n == spec.size:
                 guess = Raw(spec.dtype, shape=spec.shape)
-            elif isinstance(spec, FixedLen):
-                guess = Raw(spec.dtype, shape=(nbytes // itemsize,))
+            elif isinstance(spec, FixedLen) or (c.section and n % spec.size):
+                guess = Raw(spec.dtype, shape=(n,))
+            elif c.section:
+                guess = Raw(spec.dtype, shape=(n // spec.size, *spec.inner_shape))
             else:
                 guess = Raw(spec.dtype, shape=(-1, *spec.inner_shape))
+        elif c.section:
+            guess = VarLen("bytes")
     elif isinstance(spec, FixedLen):
-        if count == spec.size or (found == "bytes" and count == 1):
-            shape = spec.shape if count == spec.size else ()
+        if count == spec.size * per or (found == "bytes" and count == per):
+            shape = spec.shape if count == spec.size * per else ()
             guess = FixedLen(shape, found)
         else:
             guess = VarLen(found)
     elif isinstance(spec, VarLen):
         guess = VarLen(found)
     elif isinstance(spec, Raw):
+        known = spec.shape and -1 not in spec.shape
         guess = (
             FixedLen(spec.shape, found)
-            if (spec.shape and -1 not in spec.shape and count == math.prod(spec.shape))
+            if known and count == math.prod(spec.shape) * per
             else VarLen(found)
         )
     return f"; did you mean {guess.spell()}?" if guess is not None else ""
@@ -634,7 +643,7 @@ def _schema_message(c: _Compiled, code: str, row: np.ndarray, where: str) -> str
         size = f" ({format_count(nbytes)} bytes)" if kind == KIND_BYTES else ""
         return (
             f"{c.label} holds {_a(found)} of {n_values}{size} where {spelled} expects "
-            f"{_a(expected)}, at {where}" + _suggest(c, kind, count, nbytes)
+            f"{_a(expected)}, at {where}" + _suggest(c, kind, count, nbytes, steps)
         )
     if code == "count":
         hint = (
@@ -679,15 +688,20 @@ def _schema_message(c: _Compiled, code: str, row: np.ndarray, where: str) -> str
         )
     per = f"step {bad_step} of {format_count(steps)}"
     if code == "step_count":
+        hint = (
+            _suggest(c, kind, count, nbytes, steps)  # steps of another kind: read that kind
+            if kind not in (0, c.kind)
+            else f"; did you mean tn.VarLen({spec.dtype!r}) in the sequence?"
+        )
         return (
             f"{c.label} {per} has {format_count(bad_value)} values where {spelled} expects "
-            f"{format_count(c.count)} per step, at {where}; did you mean "
-            f"tn.VarLen({spec.dtype!r}) in the sequence?"
+            f"{format_count(c.count)} per step, at {where}{hint}"
         )
     if code == "step_multiple":
+        hint = _suggest(c, kind, count, nbytes, steps) if kind not in (0, c.kind) else ""
         return (
             f"{c.label} {per} has {format_count(bad_value)} values, not a multiple of "
-            f"{c.divisor} as {spelled} needs, at {where}"
+            f"{c.divisor} as {spelled} needs, at {where}{hint}"
         )
     if code == "step_raw_count":
         return (

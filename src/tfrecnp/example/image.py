@@ -390,7 +390,7 @@ def decode_images(
         def one(i: int) -> None:
             img = decode_image(blob(i), spec.channels)
             if img.shape[2] != c:
-                raise _Failure(_channel_message(img.shape[2], c), schema=True)
+                raise _Failure(_channel_message(img.shape[2], c, spec), schema=True)
             resize(img, out[i])
 
     else:
@@ -415,7 +415,9 @@ def decode_images(
         if len(shapes) > 1 and len({s[:2] for s in shapes}) == 1:  # channels=None, mixed
             c = heads[0][2]
             bad = next(i for i, hd in enumerate(heads) if hd[2] != c)
-            _raise({bad: _Failure(_channel_message(heads[bad][2], c), True)}, spec, name, where)
+            _raise(
+                {bad: _Failure(_channel_message(heads[bad][2], c, spec), True)}, spec, name, where
+            )
         if len(shapes) > 1:
             sizes = {s[:2] for s in shapes}
             images = [None] * n
@@ -442,7 +444,7 @@ def decode_images(
                 img = decode_image(blob(i), spec.channels, buf)
             if img.shape != (h, w, c):
                 if img.shape[2] != c:
-                    raise _Failure(_channel_message(img.shape[2], c), schema=True)
+                    raise _Failure(_channel_message(img.shape[2], c, spec), schema=True)
                 raise _Failure(
                     f"an image of {img.shape[1]}x{img.shape[0]} pixels where its "
                     f"header says {w}x{h}"
@@ -487,12 +489,19 @@ def _channels_of(head, data, failures, i) -> int:
         return 3
 
 
-def _channel_message(found: int, expected: int) -> str:
+def _channel_message(found: int, expected: int, spec: Image) -> str:
+    fixed = _respelled(spec, channels=found if found in (1, 3, 4) else 3)
     return (
         f"an image with {found} channel{'s' if found != 1 else ''} where the batch has "
-        f"{expected}; give tn.Image(channels={found if found in (1, 3, 4) else 3}) or another "
-        "fixed channel count to convert every image"
+        f"{expected}; give {fixed} or another fixed channel count to convert every image"
     )
+
+
+def _respelled(spec: Image, **changes: Any) -> str:
+    """The code of spec with some arguments changed: hints print code that runs."""
+    args = {"channels": spec.channels, "size": spec.size, "resize": spec.resize}
+    args |= {"dtype": spec.dtype, "scale": spec.scale} | changes
+    return Image(**args).spell()
 
 
 def _empty(spec: Image) -> np.ndarray:
@@ -510,10 +519,11 @@ def _uneven(images: list, spec: Image, shapes: set) -> np.ndarray:
     ]
     listed = ", ".join(str(list(s)) for s in sorted(shapes)[:4])
     more = ", ..." if len(shapes) > 4 else ""
+    h, w = images[0].shape[:2]
     warnings.warn(
         f"images of a batch differ in size ({listed}{more}); they come back as an object "
-        f"array of [h, w, c] arrays. Give {spec.spell()[:-1]}size=(h, w)) to resize them into "
-        "one [n, h, w, c] array",
+        f"array of [h, w, c] arrays. Give {_respelled(spec, size=(h, w))} (or another size) "
+        "to resize them into one [n, h, w, c] array",
         stacklevel=4,
     )
     return out

@@ -9,8 +9,9 @@ Rules (per feature name, over the sampled records):
   nothing is lost);
 - in SequenceExample feature lists, c is the value count of each step;
 - notes flag what a spec cannot say alone: features missing from some records, bytes that
-  begin with JPEG or PNG magic (images), and single bytes values all of one length (perhaps
-  an array's raw bytes: ``tn.Raw(dtype, shape)``).
+  begin with JPEG or PNG magic (images), and single bytes values all of one length that are
+  not text (perhaps an array's raw bytes: ``tn.Raw(dtype, shape)``, float32 when they read
+  as ordinary floats, else uint8), per record or per step of a feature list.
 
 The sample is the first records of each file (up to 32 files, evenly chosen), so features
 that appear only late in a file can be missed; pass a spec to be sure. Records with very
@@ -19,6 +20,7 @@ many features are sampled less: at most 250 000 (record, feature) pairs are look
 
 from __future__ import annotations
 
+import codecs
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -80,7 +82,11 @@ class Inspection:
     spec: Spec
 
 
-def _sample(paths: list[str], sample: int, compression: str | None) -> RecordBatch:
+def _sample(
+    paths: list[str], sample: int, compression: str | None, on_error: str = "raise"
+) -> RecordBatch:
+    """The first records of each chosen file; damaged ones raise, or are skipped (and
+    warned about) by the reader under on_error="skip" / "warn"."""
     if sample < 1:
         raise ValueError(f"sample must be at least 1, not {sample}")
     step = max(1, len(paths) / MAX_SAMPLED_FILES)
@@ -90,7 +96,7 @@ def _sample(paths: list[str], sample: int, compression: str | None) -> RecordBat
     parts = []
     for path in chosen:  # up to quota records or budget bytes (at least one record) each
         taken = 0
-        records = RecordReader(path, compression=compression).batches(1)
+        records = RecordReader(path, compression=compression, on_error=on_error).batches(1)
         for record in itertools.islice(records, quota):
             parts.append(record)
             taken += len(record.data)
@@ -159,20 +165,71 @@ def _stats(s: Survey, rows: np.ndarray, firsts: np.ndarray, where: str) -> Featu
                 stats.notes.append(f"{image} images: read pixels with tn.Image()")
         sizes = s.nbytes[rows][present]
         size = int(sizes[0])
-        text = bool(firsts) and all(f.isascii() and f.decode().isprintable() for f in firsts)
         if (
             fixed
             and width == 1
             and sizes.min() == sizes.max() >= 8
             and not stats.notes
-            and not text
+            and not _looks_like_text(firsts)
         ):
-            guess = Raw("float32", shape=(size // 4,)) if size % 4 == 0 else Raw("uint8", (size,))
+            guess = _raw_guess(size, firsts)
             stats.notes.append(
                 f"every value is {format_count(size)} bytes: raw array bytes? e.g. "
                 f"{guess.spell()} (or another dtype whose size divides {size})"
             )
     return stats
+
+
+def _looks_like_text(firsts: list[bytes]) -> bool:
+    """UTF-8 that is mostly printable (names, captions), not an array's bytes. The leading
+    bytes kept by the survey may end inside a character, which is no error here."""
+    chars = printable = 0
+    for f in firsts:
+        try:
+            text = codecs.getincrementaldecoder("utf-8")().decode(f)
+        except UnicodeDecodeError:
+            return False
+        chars += len(text)
+        printable += sum(c.isprintable() or c.isspace() for c in text)
+    return chars > 0 and printable >= 0.9 * chars
+
+
+def _raw_guess(size: int, firsts: list[bytes]) -> Raw:
+    """float32 when the leading bytes read as ordinary float32 numbers, else uint8 (bytes
+    such as quantized embeddings read as floats of wild exponents, NaN and denormals)."""
+    if size % 4 == 0:
+        x = np.abs(np.frombuffer(b"".join(f[: len(f) // 4 * 4] for f in firsts), "<f4"))
+        if len(x) and np.all((x == 0) | ((x > 1e-12) & (x < 1e12))):
+            return Raw("float32", shape=(size // 4,))
+    return Raw("uint8", shape=(size,))
+
+
+def _note_raw_steps(stats: FeatureStats, s: Survey, rows: np.ndarray, firsts, batch) -> None:
+    """A feature list whose every step holds one bytes value of one length (AudioSet's
+    audio_embedding) gets a note proposing the Raw that reads each step as an array; the
+    survey keeps only each record's byte total, so a decode of the sample checks it."""
+    if stats.kind != KIND_NAMES[KIND_BYTES] or stats.feature != FixedLen((), "bytes"):
+        return
+    present = s.kind[rows] != 0
+    steps, nbytes = s.steps[rows][present], s.nbytes[rows][present]
+    firsts = [f for f in firsts[rows][present] if f]
+    some = steps > 0
+    if not some.any() or not firsts:
+        return
+    size, rest = divmod(int(nbytes[some][0]), int(steps[some][0]))
+    if rest or size < 8 or np.any(nbytes != steps * size) or _looks_like_text(firsts):
+        return
+    if any(f.startswith(magic) for magic in IMAGE_MAGIC for f in firsts):
+        return
+    guess = _raw_guess(size, firsts)
+    try:
+        Decoder(Sequence(sequence={stats.name: guess})).decode(batch.slice(0, s.records))
+    except SchemaError:
+        return  # steps of different lengths that happen to add up
+    stats.notes.append(
+        f"every step is one value of {format_count(size)} bytes: raw array bytes? e.g. "
+        f"{guess.spell()} per step (or another dtype whose size divides {size})"
+    )
 
 
 BOX_NAMES = ("bbox", "box")  # float lists named like these, of lengths 4k, are boxes
@@ -197,6 +254,9 @@ def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], S
     groups = np.split(order, np.flatnonzero(np.diff(key[order])) + 1) if len(order) else []
     firsts = np.array(s.first, dtype=object)
     stats = [_stats(s, rows, firsts, where) for rows in groups]
+    for f, rows in zip(stats, groups, strict=True):
+        if f.sequence:
+            _note_raw_steps(f, s, rows, firsts, batch)
     stats.sort(key=lambda f: (f.sequence, f.name))
     context = {f.name: f.feature for f in stats if not f.sequence and f.feature is not None}
     sequence = {f.name: f.feature for f in stats if f.sequence and f.feature is not None}
@@ -216,26 +276,33 @@ def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], S
     return stats, context, s.records
 
 
-def infer_spec(paths: Paths, sample: int = 1024, *, compression: str | None = "auto") -> Spec:
+def infer_spec(
+    paths: Paths, sample: int = 1024, *, compression: str | None = "auto", on_error: str = "raise"
+) -> Spec:
     """Propose a spec (dict, or tn.Sequence for SequenceExample records) from up to `sample`
-    records spread across the files. See the module docstring for the rules."""
+    records spread across the files. See the module docstring for the rules. on_error:
+    a damaged sampled record raises CorruptRecordError, or is skipped ("skip") or skipped
+    with a CorruptRecordWarning ("warn"), as the reading that follows would treat it."""
     files = expand_paths(paths)
-    batch = _sample(files, sample, compression)
+    batch = _sample(files, sample, compression, on_error)
     if not len(batch):
         raise SchemaError(f"{files[0]} holds no records to infer a spec from; pass spec={{...}}")
     return _survey_stats(batch, _where(files))[1]
 
 
-def inspect(paths: Paths, sample: int = 1024, *, compression: str | None = "auto") -> Inspection:
+def inspect(
+    paths: Paths, sample: int = 1024, *, compression: str | None = "auto", on_error: str = "raise"
+) -> Inspection:
     """Files, record counts, per-feature statistics with an example value, and the
-    proposed spec: what `tfrecnp inspect` prints."""
+    proposed spec: what `tfrecnp inspect` prints. on_error: for sampled records, as in
+    infer_spec."""
     paths = expand_paths(paths)
     files = []
     for path in paths:
         kind = file_compression(path, compression)
         records = len(scan_file(path, compression=kind))
         files.append((path, kind, records, fs.size(path)))
-    batch = _sample(paths, sample, compression)
+    batch = _sample(paths, sample, compression, on_error)
     if not len(batch):
         return Inspection(files, 0, [], {})
     stats, spec, surveyed = _survey_stats(batch, _where(paths))
