@@ -10,7 +10,8 @@
    (`TFRecordDataset -> batch -> map(parse_example, AUTOTUNE) -> prefetch`) on the same
    TF-written files as bench_training (numeric and tokens), interleaved in one process.
 3. A PyTorch DataLoader over TFRecords, 2 workers, batch 32: tfrecnp as a map-style dataset
-   (`collate_fn=tn.torch_collate()`) and as `to_torch(32)`, against vahidk's
+   (plain `DataLoader(ds, batch_size=32, num_workers=2)`, the default collate, and with
+   `collate_fn=tn.torch_collate()`) and as `to_torch(32)`, against vahidk's
    `tfrecord.torch.TFRecordDataset` given its index (so that its workers split the file
    rather than each read all of it): records/s delivered, all tensors. Also `to_torch(32)`
    with num_workers=0 ("to_torch-0"): tfrecnp reads and decodes in its own threads without
@@ -170,6 +171,8 @@ def _torch_side(which: str, path: str, runs: int) -> dict:
         ds = tn.open(path, _spec_numeric())
 
         def loader():
+            if which == "plain":  # the first line a PyTorch user types: default collate
+                return DataLoader(ds, batch_size=32, num_workers=2)
             if which == "map-style":
                 return DataLoader(ds, batch_size=32, num_workers=2, collate_fn=tn.torch_collate())
             workers = 0 if which == "to_torch-0" else 2
@@ -275,7 +278,7 @@ def _torch(args: argparse.Namespace) -> None:
     if not index.exists():
         subprocess.run([sys.executable, "-m", "tfrecnp", "index", str(path)], check=True)
     results = {w: _side("torch", w, str(path), str(args.runs)) for w in
-               ("map-style", "to_torch", "to_torch-0", "vahidk")}  # fmt: skip
+               ("plain", "map-style", "to_torch", "to_torch-0", "vahidk")}  # fmt: skip
     peer = results["vahidk"].get("rate")
     for name, r in results.items():
         if "skip" in r:

@@ -7,6 +7,7 @@ or not at all.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -201,6 +202,65 @@ def test_memory_write_and_cli(memfs, capsys):
     assert not [p for p in memfs.ls("/m", detail=False) if "/." in p]  # no temporaries left
     ds = tn.open("memory://m/")
     assert len(ds) == 50 and int(ds[49]["label"]) == 49
+
+
+def test_an_empty_shard_in_a_bucket_is_a_shard_of_no_records(s3, tmp_path, monkeypatch, capsys):
+    # Beam and Spark write a 0-byte shard for a worker that got no rows; S3 answers 416 to
+    # any ranged GET of an empty object, so nothing may ask it for bytes
+    import fsspec
+
+    from tfrecnp.cli import main
+
+    cols = _columns(300)
+    written = tn.write(tmp_path / "w.tfrecord", cols, records_per_shard=100, progress=False)
+    gz = tn.write(tmp_path / "g.tfrecord.gz", cols, compression="GZIP", progress=False)
+    for i, p in zip([0, 2, 3], written.paths, strict=True):
+        s3.fs.put_file(p, s3.url(f"data/part-{i}.tfrecord"))
+    s3.fs.put_file(gz.paths[0], s3.url("gz/part-0.tfrecord.gz"))
+    for folder in ("data", "gz"):
+        s3.fs.pipe(s3.url(f"{folder}/part-1.tfrecord" + (".gz" if folder == "gz" else "")), b"")
+    opts = s3.options
+    asked: list[str] = []  # ranged requests for an empty object
+
+    def note(request, **_):
+        if "part-1.tfrecord" in request.url and "Range" in request.headers:
+            asked.append(request.url)
+
+    s3.fs.s3.meta.events.register("before-send.s3", note)
+
+    ds = tn.open(s3.url("data/*.tfrecord"), storage_options=opts)
+    assert [p.rsplit("/", 1)[-1] for p in ds.paths] == [f"part-{i}.tfrecord" for i in range(4)]
+    _same(ds.to_numpy(), cols)
+    assert len(ds) == 300  # the index, scanned
+    assert int(ds[150]["label"]) == 150 and ds[[299, 0, 100]]["label"].tolist() == [299, 0, 100]
+    shuffled = np.concatenate([b["label"] for b in ds.batches(64, shuffle=True, seed=1)])
+    assert sorted(shuffled.tolist()) == list(range(300))
+    pooled = np.concatenate([b["label"] for b in ds.batches(64, shuffle=50, seed=1)])
+    assert sorted(pooled.tolist()) == list(range(300))
+    assert tn.count_records(s3.url("data/"), storage_options=opts) == 300
+    assert list(tn.RecordReader(s3.url("data/part-1.tfrecord"), storage_options=opts)) == []
+    empty = tn.open(s3.url("data/part-1.tfrecord"), spec=written.spec, storage_options=opts)
+    assert len(empty) == 0 and len(empty.to_numpy()["label"]) == 0
+    _same(tn.open(s3.url("gz/"), storage_options=opts).to_numpy(), cols)  # compression sniffed
+
+    monkeypatch.setitem(fsspec.config.conf, "s3", opts)  # the CLI's options, as FSSPEC_S3 gives
+    for folder in ("data/", "gz/"):
+        assert main(["count", "--json", s3.url(folder)]) == 0
+        assert json.loads(capsys.readouterr().out)["records"] == 300
+        assert main(["verify", "--json", s3.url(folder)]) == 0
+        files = json.loads(capsys.readouterr().out)["files"]
+        assert [f["records"] for f in files if "part-1" in f["path"]] == [0]
+    assert main(["index", s3.url("data/")]) == 0
+    assert s3.fs.cat_file(s3.url("data/part-1.tfrecord.idx")) == b""
+    capsys.readouterr()
+    indexed = tn.open(s3.url("data/"), storage_options=opts)  # through the .idx sidecars
+    assert len(indexed) == 300 and int(indexed[299]["label"]) == 299
+    assert main(["inspect", s3.url("data/")]) == 0
+    said = capsys.readouterr().out
+    assert "part-1.tfrecord: 0 records, 0 bytes" in said and "300 records in 4 files" in said
+    assert main(["inspect", s3.url("gz/part-1.tfrecord.gz")]) == 0
+    assert "0 records" in capsys.readouterr().out
+    assert asked == []
 
 
 def test_gzip_over_memory(memfs):

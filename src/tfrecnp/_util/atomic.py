@@ -56,21 +56,42 @@ def deferred_interrupt() -> Iterator[None]:
             handler(signal.SIGINT, caught[0])  # KeyboardInterrupt, under the default handler
 
 
+# What to do about each failure of the storage under a write (the errno it raises).
+_WRITE_ERRORS = {
+    errno.ENOSPC: "free some space or write elsewhere",
+    errno.EDQUOT: "free some space within the quota, or write elsewhere",
+    errno.EFBIG: (
+        "a file-size limit was reached (the process's `ulimit -f`, or the largest file this "
+        "file system holds): raise the limit, write elsewhere, or write smaller files "
+        "(records_per_shard= for TFRecords)"
+    ),
+    errno.EIO: "the device failed: check it (dmesg) and write elsewhere",
+    errno.EROFS: "the file system is read-only: write elsewhere",
+    errno.EACCES: "no permission to write there: write elsewhere or change its permissions",
+    errno.EPERM: "the operation is not permitted there: write elsewhere",
+}
+
+
 @contextmanager
-def naming_full_disk(path: PathLike) -> Iterator[None]:
-    """A full disk (ENOSPC) or quota (EDQUOT) while writing `path` says which output failed
-    and that nothing of it was left behind; the caller's abort has removed the partial
-    output by the time this runs. Still an OSError with that errno, for code that checks."""
+def naming_write_errors(path: PathLike) -> Iterator[None]:
+    """A write that fails in the storage (a full disk, a quota, a file-size limit, an I/O
+    error, a read-only or forbidden folder) says which output failed, that nothing of it was
+    left behind, and what to do; the error names otherwise only the hidden temporary file,
+    or nothing at all. The caller's abort has removed the partial output by the time this
+    runs. Still an OSError with that errno (and its subclass), for code that checks; nested
+    uses name the output once."""
     try:
         yield
     except OSError as e:
-        if e.errno not in (errno.ENOSPC, errno.EDQUOT):
+        if e.errno not in _WRITE_ERRORS or hasattr(e, "output"):
             raise
-        raise OSError(
+        named = OSError(
             e.errno,
             f"{os.strerror(e.errno)} while writing {os.fspath(path)}; the partial output was "
-            "removed, nothing that looks complete is left: free some space or write elsewhere",
-        ) from e
+            f"removed, nothing that looks complete is left: {_WRITE_ERRORS[e.errno]}",
+        )
+        named.output = os.fspath(path)
+        raise named from e
 
 
 class atomic_output:
@@ -85,12 +106,15 @@ class atomic_output:
         return self.tmp
 
     def __exit__(self, kind, value, traceback) -> None:
-        try:
-            if kind is None:
-                fs.replace(self.tmp, self.path)
-        finally:
-            if fs.exists(self.tmp):  # the block raised, or the rename itself failed
-                fs.remove(self.tmp)
+        with naming_write_errors(self.path):
+            try:
+                if kind is None:
+                    fs.replace(self.tmp, self.path)
+            finally:
+                if fs.exists(self.tmp):  # the block raised, or the rename itself failed
+                    fs.remove(self.tmp)
+            if isinstance(value, OSError):
+                raise value
 
 
 _Output = TypeVar("_Output", bound="CloseOrAbort")
@@ -118,7 +142,7 @@ class CloseOrAbort:
         return self
 
     def __exit__(self, kind, value, traceback) -> None:
-        with naming_full_disk(getattr(self, "path", "the output")):
+        with naming_write_errors(getattr(self, "path", "the output")):
             if kind is None:
                 self.close()
             else:

@@ -1,13 +1,18 @@
 """PyTorch: a Dataset as a map-style dataset (as it is) or as an IterableDataset of batches
 (`ds.to_torch`), and the collate that turns tfrecnp batches into tensors.
 
-Map-style: `DataLoader(ds, batch_size=32, collate_fn=tn.torch_collate())` fetches each batch
-with one `ds.__getitems__` call (a positioned read per run of neighbouring records), and
-workers reopen the files after the dataset is pickled to them.
+Map-style: `DataLoader(ds, batch_size=32)` fetches each batch with one `ds.__getitems__`
+call (a positioned read per run of neighbouring records), and workers reopen the files
+after the dataset is pickled to them. Torch's default collate dispatches on the type of a
+batch's first element; a Dataset's records register their own (collate_records_by_default)
+that collates the batch whole, as `collate_fn=tn.torch_collate()` does (which also pads).
 
-`ds.to_torch(32)`: each DataLoader worker of each distributed rank reads its own shard,
+`ds.to_torch(32)`: each DataLoader worker of each rank reads its own shard,
 `rank * num_workers + worker_id` of `world_size * num_workers`, through the block path, so
-every record is read once by one worker; give the DataLoader `batch_size=None`.
+every record is read once by one worker; give the DataLoader `batch_size=None`. The rank
+comes from rank= / world_size=, else torch.distributed when initialised, else RANK /
+WORLD_SIZE (set by torchrun before init_process_group; JAX or Horovod jobs never make a
+torch group), as webdataset and Hugging Face's split_dataset_by_node do.
 
 From a worker process a batch travels as one buffer (plus its layout), inside the pickle
 when small, else in one shared-memory segment; the DataLoader's own hand-over puts every
@@ -23,12 +28,14 @@ pad=; byte strings become lists of bytes.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
+from torch.utils.data._utils.collate import collate, default_collate_fn_map
 
 from ..example.columns import BytesColumn, Ragged
 from ..example.padding import pad_columns
@@ -54,6 +61,26 @@ class Collate:
                 f"tfrecnp Dataset, or a Subset of one), not {type(records).__name__}"
             )
         return shippable(to_tensors(pad_columns(columns, self.pad, truncate=self.truncate)))
+
+
+_WHOLE = Collate()
+
+
+def _collate_records(batch: Any, *, collate_fn_map: Any = None) -> Any:
+    """PyTorch's default collate for a batch whose first element is a Dataset's Record: a
+    Records batch (Dataset.__getitems__) collated whole, as torch_collate() does; a list
+    of records made elsewhere, key by key as torch does it."""
+    if getattr(batch, "columns", None) is not None:
+        return _WHOLE(batch)
+    return {k: collate([r[k] for r in batch], collate_fn_map=collate_fn_map) for k in batch[0]}
+
+
+def collate_records_by_default(record_type: type) -> None:
+    """Register _collate_records in torch's default_collate_fn_map (its documented way to
+    extend default_collate), so that `DataLoader(ds, batch_size=32)` collates each batch
+    whole instead of stacking it record by record (and, from a worker, in one buffer
+    rather than a shared-memory segment per tensor)."""
+    default_collate_fn_map.setdefault(record_type, _collate_records)
 
 
 def torch_collate(
@@ -152,6 +179,53 @@ def _distributed() -> tuple[int, int] | None:
     return None
 
 
+def _launcher() -> tuple[int, int] | None:
+    """(rank, world size) from RANK / WORLD_SIZE, as torchrun, Slurm wrappers and others
+    set them before (or without) init_process_group; None when either is unset."""
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None or world is None:
+        return None
+    try:
+        got = int(rank), int(world)
+    except ValueError:
+        raise ValueError(
+            f"to_torch reads the rank from the environment: RANK={rank!r} and "
+            f"WORLD_SIZE={world!r} must be integers; fix them, or give rank= and world_size="
+        ) from None
+    return _checked_ranks(*got, "the environment's RANK / WORLD_SIZE")
+
+
+def _checked_ranks(rank: Any, world_size: Any, where: str) -> tuple[int, int]:
+    for name, value in (("rank", rank), ("world_size", world_size)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"to_torch: {name} must be an int, not {value!r} ({where})")
+    if not 0 <= rank < world_size:
+        raise ValueError(
+            f"to_torch: rank {rank} of world_size {world_size} ({where}): need "
+            "0 <= rank < world_size"
+        )
+    return int(rank), int(world_size)
+
+
+def resolve_ranks(rank: int | None, world_size: int | None) -> tuple[tuple[int, int], str]:
+    """((rank, world size), where they came from): rank= / world_size= when given, else
+    the initialised torch.distributed group, else RANK / WORLD_SIZE, else one process."""
+    if rank is not None or world_size is not None:
+        if rank is None or world_size is None:
+            raise ValueError(
+                f"to_torch: give rank= and world_size= together (got rank={rank!r}, "
+                f"world_size={world_size!r})"
+            )
+        return _checked_ranks(rank, world_size, "rank=, world_size="), "arguments"
+    group = _distributed()
+    if group is not None:
+        return group, "torch.distributed"
+    env = _launcher()
+    if env is not None:
+        return env, "environment"
+    return (0, 1), "single process"
+
+
 class TorchBatches(IterableDataset):
     """Batches of a Dataset, split across DataLoader workers and distributed ranks with no
     record lost or repeated. Made by `Dataset.to_torch`; see the module docstring."""
@@ -167,7 +241,10 @@ class TorchBatches(IterableDataset):
         pad: bool | Mapping[str, Any] | None = None,
         truncate: bool = False,
         prefetch: int = 2,
+        rank: int | None = None,
+        world_size: int | None = None,
     ):
+        self.ranks, self.ranks_from = resolve_ranks(rank, world_size)
         self.ds = ds
         len(ds)  # counts records (indexes files) once, before the dataset is pickled to workers
         self.batch_size = batch_size
@@ -180,7 +257,6 @@ class TorchBatches(IterableDataset):
         }
         self.seed = seed
         self.epoch = 0
-        self.ranks = _distributed() or (0, 1)
 
     def set_epoch(self, epoch: int) -> None:
         """Shuffle differently each epoch (as DistributedSampler.set_epoch does)."""
@@ -188,9 +264,10 @@ class TorchBatches(IterableDataset):
 
     def _parts(self) -> tuple[int, int, int]:
         """(this rank, ranks, workers per rank). Worker processes do not join the process
-        group, so the rank is the one seen where the stream was made, unless this process
-        is in a group itself."""
-        rank, ranks = _distributed() or self.ranks
+        group, so the rank is the one seen where the stream was made, unless it was not
+        given and this process is in a group itself."""
+        explicit = self.ranks_from == "arguments"
+        rank, ranks = self.ranks if explicit else _distributed() or self.ranks
         info = get_worker_info()
         return rank, ranks, 1 if info is None else info.num_workers
 

@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from .._util import fs
-from .._util.atomic import CloseOrAbort, deferred_interrupt, hidden_sibling
+from .._util.atomic import CloseOrAbort, deferred_interrupt, hidden_sibling, naming_write_errors
 from .._util.optional import require
 from ..errors import SchemaError
 from ..example.columns import BytesColumn, Column, Ragged
@@ -453,12 +453,13 @@ class ArraySink(CloseOrAbort):
         self.closed = False
         self.tmp = hidden_sibling(self.path, "tmp")
         self._h5 = self._zarr = self._zarr_io = None
-        try:
-            self._open_target()
-        except BaseException:
-            self._stop_zarr_io()
-            _remove(self.tmp)
-            raise
+        with naming_write_errors(self.remote or self.path):  # not the hidden name
+            try:
+                self._open_target()
+            except BaseException:
+                self._stop_zarr_io()
+                _remove(self.tmp)
+                raise
 
     def _open_target(self) -> None:
         if self.format in ("npy", "npz"):

@@ -12,6 +12,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -407,7 +408,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     ds = _array_dataset(args)
     if ds is not None:
         return _inspect_arrays(ds, args)
-    report = inspect(args.paths, args.sample, compression=_compression(args))
+    # damage in the sample is warned about, not fatal: `verify` is the command for damage
+    report = inspect(args.paths, args.sample, compression=_compression(args), on_error="warn")
     if args.json:
         print(spec_to_json(report.spec))
         return 0
@@ -443,7 +445,7 @@ def cmd_preview(args: argparse.Namespace) -> int:
     from ..example.spec import Sequence
     from .preview import contact_sheet, sheet_size, write_sheet
 
-    spec = infer_spec(args.paths, compression=_compression(args))
+    spec = infer_spec(args.paths, compression=_compression(args), on_error="warn")
     if isinstance(spec, Sequence):
         spec = spec.context
     reader = RecordReader(args.paths, compression=_compression(args))
@@ -509,7 +511,7 @@ def cmd_head(args: argparse.Namespace) -> int:
             with open(args.spec, encoding="utf-8") as f:
                 spec = spec_from_json(f.read())
         else:
-            spec = infer_spec(args.paths, compression=_compression(args))
+            spec = infer_spec(args.paths, compression=_compression(args), on_error="warn")
         reader = RecordReader(args.paths, compression=_compression(args))
         batch = next(iter(reader.batches(args.n)), None)
         columns = Decoder(spec).decode(batch) if batch is not None else {}
@@ -811,14 +813,36 @@ def _at_least_one(text: str) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    shown = warnings.formatwarning  # for this run only: main() may run inside a program
+    warnings.formatwarning = _warning_line(args.command)
+    try:
+        return _run(args)
+    finally:
+        warnings.formatwarning = shown
+
+
+def _warning_line(command: str) -> Any:
+    """warnings.formatwarning for the command line: one `tfrecnp CMD: warning: ...` line,
+    not the file, line number and source line of the tfrecnp code that warned."""
+
+    def format_warning(message: Any, category: Any, filename: Any, lineno: Any, line=None) -> str:
+        return f"tfrecnp {command}: warning: {message}\n"
+
+    return format_warning
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return args.run(args)
-    except (TFRecordError, FileNotFoundError, ValueError, KeyError) as e:
+    except (TFRecordError, ValueError, KeyError) as e:
         message = e.args[0] if isinstance(e, KeyError) and e.args else e  # no quotes around it
         print(f"tfrecnp {args.command}: error: {message}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except OSError as e:  # a write error names its output (a full disk, `ulimit -f`, ...)
+        print(f"tfrecnp {args.command}: error: {e}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:  # Ctrl-C: outputs were built under hidden names and removed
         return _interrupted(args.command)
     except RuntimeError as e:  # lazy imports outside `require` (tensorflow, PIL) too

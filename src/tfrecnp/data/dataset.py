@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import sys
 from collections import abc
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
@@ -34,21 +35,21 @@ from typing import Any
 import numpy as np
 
 from .._util import fs
-from .._util.atomic import naming_full_disk
+from .._util.atomic import naming_write_errors
 from .._util.memory import available_memory
 from .._util.progress import Progress
 from .._util.text import format_count, format_size
 from .._util.threads import run_ahead
 from ..arrays.sinks import ArraySink, output_format
 from ..errors import CorruptRecordError, MemoryBudgetError, TFRecordError
-from ..example.columns import BytesColumn, Column, Ragged, concat_columns
+from ..example.columns import BytesColumn, Column, Ragged, concat_columns, slice_column
 from ..example.decode import dense_when_uniform
 from ..example.image import Image
 from ..example.padding import feature_names, padder
 from ..example.spec import Sequence
 from .blocks import Block, block_records, serve
 
-__all__ = ["Dataset", "Records"]
+__all__ = ["Dataset", "Record", "Records"]
 
 Batch = dict[str, Column]
 
@@ -242,8 +243,23 @@ class Dataset:
     def __getitems__(self, indices: abc.Sequence[int]) -> Records:
         """The records at these positions, read in one call: the batched fetch PyTorch's
         DataLoader uses on map-style datasets. Returns a list of records (each
-        {name: value}) backed by one batch, kept whole in `.columns`."""
-        return Records(self[np.asarray(indices, np.int64)])
+        {name: value}) backed by one batch, kept whole in `.columns`, which PyTorch's
+        default collate then turns into tensors whole (see tfrecnp.adapters.torch).
+        Runs of neighbours asked for at a steady stride (a DataLoader without shuffling:
+        each worker gets batch k, k + num_workers, ...) are read ahead (see ReadAhead)."""
+        if "torch" in sys.modules:
+            _torch_collates_records()
+        idx = np.asarray(indices, np.int64)
+        ahead = self.__dict__.get("_ahead")
+        if ahead is None:
+            ahead = self.__dict__.setdefault("_ahead", ReadAhead())
+        cols = ahead.serve(self, idx)
+        return Records(self[idx] if cols is None else cols)
+
+    def _may_read_ahead(self) -> bool:
+        """Whether records not asked for may be read ahead: not where reading one may
+        note or warn about damage (the user would hear of records they never asked for)."""
+        return True
 
     # -- blocks and batches ----------------------------------------------------------------------
 
@@ -448,7 +464,7 @@ class Dataset:
         total, size = self._progress_totals()
         sink = ArraySink(fs.resolve(out, storage_options), fmt, spec=self.spec, overwrite=overwrite)
         bar = Progress(f"saving {os.fspath(out)}", total=total, total_bytes=size, enabled=progress)
-        with naming_full_disk(out):
+        with naming_write_errors(out):
             try:
                 block = int(batch_size or block_records(1, self._mean_record_bytes()))
                 for b in self._blocks(block):
@@ -516,13 +532,18 @@ class Dataset:
         pad: bool | Mapping[str, Any] | None = None,
         truncate: bool = False,
         prefetch: int = 2,
+        rank: int | None = None,
+        world_size: int | None = None,
     ) -> Any:
         """A torch IterableDataset of batches (dicts of tensors), split across DataLoader
-        workers and torch.distributed ranks so that each record is read exactly once; use it
-        with DataLoader(..., batch_size=None), made after init_process_group (the rank is
-        read then). Ragged columns come as values plus
-        "<name>_offsets" (or padded, with pad=). Call .set_epoch(e) to reshuffle each epoch.
-        Needs PyTorch (pip install 'tfrecnp[torch]')."""
+        workers and ranks so that each record is read exactly once; use it with
+        DataLoader(..., batch_size=None). The rank and world size are, in this order:
+        rank= and world_size= (for JAX multi-host, Horovod, any launcher), the
+        torch.distributed group when initialised here, the RANK and WORLD_SIZE environment
+        variables (torchrun sets them), else one process; `.ranks_from` says which was used
+        ("arguments", "torch.distributed", "environment", "single process"). Ragged columns
+        come as values plus "<name>_offsets" (or padded, with pad=). Call .set_epoch(e) to
+        reshuffle each epoch. Needs PyTorch (pip install 'tfrecnp[torch]')."""
         from ..adapters.torch import TorchBatches
 
         _check_batch_size(batch_size)
@@ -535,7 +556,72 @@ class Dataset:
             pad=pad,
             truncate=truncate,
             prefetch=prefetch,
+            rank=rank,
+            world_size=world_size,
         )
+
+
+_TORCH_COLLATE = False
+
+
+def _torch_collates_records() -> None:
+    """Teach PyTorch's default collate to take a Records batch whole (once per process)."""
+    global _TORCH_COLLATE
+    if not _TORCH_COLLATE:
+        from ..adapters.torch import collate_records_by_default
+
+        collate_records_by_default(Record)
+        _TORCH_COLLATE = True
+
+
+class ReadAhead:
+    """Runs of records read for `Dataset.__getitems__` before they are asked for. A run
+    (indices a, a+1, ..., a+n-1) that follows another of the same length at stride s >= n
+    reads this run and the next ones at that stride, about a block (BLOCK_BYTES) in all,
+    in one call; each is served once, as views. Results are the exact read's: damage
+    ahead leaves the run to the exact read, which raises or skips as it would."""
+
+    def __init__(self) -> None:
+        self.last: tuple[int, int] | None = None  # (start, length) of the last run asked
+        self.runs: dict[int, tuple[int, int, Batch]] = {}  # start -> (length, row, columns)
+
+    def __reduce__(self) -> tuple:
+        return (ReadAhead, ())  # a pickled Dataset (a DataLoader worker's) starts afresh
+
+    def serve(self, ds: Dataset, idx: np.ndarray) -> Batch | None:
+        """The columns of these records when read ahead (or now, ahead of the next
+        runs), else None: read them exactly."""
+        n = len(idx)
+        if not n:
+            return None
+        a = int(idx[0])
+        if a < 0 or int(idx[-1]) != a + n - 1 or (n > 1 and not (np.diff(idx) == 1).all()):
+            self.last = None
+            return None
+        got = self.runs.pop(a, None)  # atomic: a run goes to one caller
+        last, self.last = self.last, (a, n)
+        if got is not None and got[0] == n:
+            _, row, cols = got
+            return {name: slice_column(col, row, row + n) for name, col in cols.items()}
+        if last is None or last[1] != n or a - last[0] < n or not ds._may_read_ahead():
+            return None
+        size, stride = len(ds), a - last[0]
+        if a + n > size:
+            return None
+        count = max(2, block_records(n, ds._mean_record_bytes()) // n)
+        starts = range(a, min(size, a + count * stride), stride)
+        lengths = [min(n, size - s) for s in starts]
+        ids = np.concatenate([np.arange(s, s + m) for s, m in zip(starts, lengths, strict=True)])
+        try:
+            cols = ds[ids]
+        except TFRecordError:
+            return None
+        if len(next(iter(cols.values()), ())) != len(ids):
+            return None
+        rows = np.cumsum([0, *lengths]).tolist()
+        self.runs = {s: (m, r, cols) for s, m, r in zip(starts, lengths, rows, strict=False)}
+        self.runs.pop(a)
+        return {name: slice_column(col, 0, n) for name, col in cols.items()}
 
 
 class Records(abc.Sequence):
@@ -552,10 +638,16 @@ class Records(abc.Sequence):
     def __getitem__(self, k: Any) -> Any:
         if isinstance(k, slice):
             return [self[i] for i in range(*k.indices(self._n))]
-        return {name: col[k] for name, col in self.columns.items()}
+        return Record({name: col[k] for name, col in self.columns.items()})
 
     def __repr__(self) -> str:
         return f"Records({self._n} records: {', '.join(self.columns)})"
+
+
+class Record(dict):
+    """One record of a Records batch, {name: value}: its own type so that PyTorch's
+    default collate, which dispatches on the type of a batch's first element, finds the
+    collate that takes the batch's columns whole."""
 
 
 def _row_values(col: Any) -> list:

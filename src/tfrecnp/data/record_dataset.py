@@ -152,6 +152,9 @@ class RecordDataset(Dataset):
     def _check_random_access(self, what: str) -> None:
         self._files.require_seek(what)
 
+    def _may_read_ahead(self) -> bool:
+        return self._files.on_error == "raise"
+
     # -- records by position ----------------------------------------------------------------
 
     def _decode(self, batch: RecordBatch, threads: int | None = None) -> Batch:

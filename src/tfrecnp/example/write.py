@@ -46,7 +46,7 @@ import numpy as np
 
 from .._core import encode, framing
 from .._util import fs
-from .._util.atomic import CloseOrAbort, deferred_interrupt, naming_full_disk, require_folder
+from .._util.atomic import CloseOrAbort, deferred_interrupt, naming_write_errors, require_folder
 from .._util.memory import page_releaser
 from .._util.progress import Progress
 from .._util.text import format_count
@@ -996,7 +996,7 @@ def write(
         storage_options=storage_options,
     )
     writer._progress.total = n
-    with naming_full_disk(writer.path):
+    with naming_write_errors(writer.path):
         try:
             writer._write_columns(cols, n)
             if verify:

@@ -12,7 +12,13 @@ import numpy as np
 
 from .._core import encode, framing
 from .._util import fs
-from .._util.atomic import CloseOrAbort, build_name, deferred_interrupt, require_folder
+from .._util.atomic import (
+    CloseOrAbort,
+    build_name,
+    deferred_interrupt,
+    naming_write_errors,
+    require_folder,
+)
 from .compression import CompressingWriter, normalize_compression
 from .index import index_path
 from .paths import INDEX_SUFFIX, PathLike
@@ -110,18 +116,21 @@ class RecordWriter(CloseOrAbort):
         # open from here on: abort() (or __del__) removes whatever exists of the temporary
         # files, even when Ctrl-C comes between creating one and noting it
         self.closed = False
-        try:
-            # Buffered: large writes go straight through, and partial writes are retried.
-            # (remote: uploaded in parts to the hidden name, moved into place by publish)
-            self._raw = fs.open_write(self.tmp)
-            self._sink = (
-                CompressingWriter(self._raw, self.compression) if self.compression else self._raw
-            )
-            if index:
-                self._index_file = fs.open_write(self.index_tmp)
-        except BaseException:
-            self.abort()
-            raise
+        with naming_write_errors(self.path):  # not the hidden name: a read-only folder, say
+            try:
+                # Buffered: large writes go straight through, and partial writes are retried.
+                # (remote: uploaded in parts to the hidden name, moved into place by publish)
+                self._raw = fs.open_write(self.tmp)
+                self._sink = (
+                    CompressingWriter(self._raw, self.compression)
+                    if self.compression
+                    else self._raw
+                )
+                if index:
+                    self._index_file = fs.open_write(self.index_tmp)
+            except BaseException:
+                self.abort()
+                raise
 
     def write(self, payload: bytes | bytearray | memoryview) -> None:
         self._check_open()
