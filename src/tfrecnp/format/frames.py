@@ -1,0 +1,37 @@
+"""The geometry of a TFRecord frame, named once (docs/FORMAT.md):
+
+    uint64 length | uint32 masked CRC32C of length | payload | uint32 masked CRC32C of payload
+
+Every module that walks, sizes or checks frames in Python takes these names from here (the
+compiled core keeps its own copy, checked against these by a test)."""
+
+from __future__ import annotations
+
+from .._core import framing
+
+__all__ = [
+    "FOOTER_BYTES",
+    "HEADER_BYTES",
+    "LENGTH_BYTES",
+    "OVERHEAD_BYTES",
+    "crc_mismatch",
+    "is_frame_header",
+]
+
+LENGTH_BYTES = 8  # the payload length, little-endian uint64
+HEADER_BYTES = 12  # the length and its masked CRC
+FOOTER_BYTES = 4  # the payload's masked CRC
+OVERHEAD_BYTES = HEADER_BYTES + FOOTER_BYTES  # a frame is this much longer than its payload
+
+
+def is_frame_header(head: bytes | memoryview) -> bool:
+    """Whether these bytes begin with a frame header whose length CRC checks."""
+    return len(head) >= HEADER_BYTES and framing.mask_crc(
+        framing.crc32c(head[:LENGTH_BYTES])
+    ) == int.from_bytes(head[LENGTH_BYTES:HEADER_BYTES], "little")
+
+
+def crc_mismatch(what: str, stored: int, computed: int) -> str:
+    """The reason a damage report gives for a CRC that does not check; what: "length" or
+    "payload"."""
+    return f"{what} CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})"
