@@ -1,4 +1,4 @@
-"""The `tfrecnp` command: count, index, verify (and --salvage), demo, --help; by calling
+"""The `tfrecnp` command: count, index, verify (and --salvage), head, demo, --help; by calling
 main() and as a subprocess."""
 
 from __future__ import annotations
@@ -336,3 +336,47 @@ def test_a_warning_is_one_line_on_screen(tmp_path):
     assert lines[0].startswith("tfrecnp inspect: warning: passed over 2 files")
     assert "README" in lines[0] and "notes.txt" in lines[0]
     assert ".py:" not in done.stderr and "UserWarning" not in done.stderr
+
+
+def _labels(tf, values):
+    """tf.train.Example payloads, one int64 "label" each."""
+    return [
+        tf.train.Example(
+            features=tf.train.Features(
+                feature={"label": tf.train.Feature(int64_list=tf.train.Int64List(value=[v]))}
+            )
+        ).SerializeToString()
+        for v in values
+    ]
+
+
+def test_head_names_each_record_by_its_file_and_place_there(capsys, tmp_path, tf_write, tf):
+    """The first records span files: each is named by its file and its index in that file
+    (a GZIP file too), whatever the files before it hold."""
+    examples = _labels(tf, range(10))
+    first = tf_write(tmp_path / "a.tfrecord", examples[:2])
+    empty = tf_write(tmp_path / "b.tfrecord", [])
+    packed = tf_write(tmp_path / "c.tfrecord", examples[2:], "GZIP")
+    status, out, _ = run(capsys, "head", "--json", "-n", 4, first, empty, packed)
+    assert status == 0
+    assert [(r["path"], r["record"], r["label"]) for r in json.loads(out)] == [
+        (first, 0, 0),
+        (first, 1, 1),
+        (packed, 0, 2),
+        (packed, 1, 3),
+    ]
+    status, out, _ = run(capsys, "head", "-n", 1, packed)
+    assert (status, out) == (0, f"record 0 of {packed}\n  label  2\n")
+
+
+def test_head_of_a_file_damaged_at_its_first_record(capsys, tmp_path, tf_write, tf):
+    path = Path(tf_write(tmp_path / "a.tfrecord", _labels(tf, range(3))))
+    data = bytearray(path.read_bytes())
+    data[12 + 2] ^= 0x01  # a payload byte of record 0
+    path.write_bytes(data)
+    spec = tmp_path / "spec.json"
+    spec.write_text('{"features": {"label": {"type": "FixedLen", "shape": [], "dtype": "int64"}}}')
+    status, out, err = run(capsys, "head", path, "--spec", spec)
+    assert (status, out) == (2, "")
+    assert err.startswith("tfrecnp head: error: payload CRC mismatch (stored 0x")
+    assert f"at {path} record 0 (byte 0)" in err

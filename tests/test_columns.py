@@ -156,6 +156,42 @@ def test_bytes_column_checks_its_buffers():
         col.take([5])
 
 
+def test_from_row_splits_checks_unless_told_not_to():
+    """The TensorFlow spelling: validate=True (the default) checks and converts like the
+    constructor; validate=False takes the buffers as they are, for callers that built them."""
+    values = np.arange(3, dtype=np.int16)
+    checked = tn.Ragged.from_row_splits(values, [0, 1, 3])
+    assert checked.to_list() == [[0], [1, 2]] and checked.row_splits.dtype == np.int64
+    with pytest.raises(ValueError, match=r"^row_splits must not decrease$"):
+        tn.Ragged.from_row_splits(values, [0, 2, 1, 3])
+    splits = np.array([0, 2, 3], np.int64)
+    taken = tn.Ragged.from_row_splits(values, splits, validate=False)
+    assert taken.values is values and taken.row_splits is splits
+    assert taken.to_list() == [[0, 1], [2]]
+    nested = tn.Ragged.from_row_splits(taken, np.array([0, 2]), validate=False)
+    assert nested.to_list() == [[[0, 1], [2]]]
+    with pytest.raises(TypeError):
+        tn.Ragged.from_row_splits(values, splits, False)  # validate is keyword-only
+
+
+def test_bytes_from_offsets_checks_unless_told_not_to():
+    col = tn.BytesColumn.from_offsets(b"abc", [0, 1, 3])
+    assert col.to_list() == [b"a", b"bc"] and col.offsets.dtype == np.int64
+    with pytest.raises(ValueError, match=r"^offsets ends at 2 but there are 3 values$"):
+        tn.BytesColumn.from_offsets(b"abc", [0, 2])
+    data, offsets = np.frombuffer(b"abc", np.uint8), np.array([0, 2, 3], np.int64)
+    taken = tn.BytesColumn.from_offsets(data, offsets, validate=False)
+    assert taken.data is data and taken.offsets is offsets
+    assert taken.to_list() == [b"ab", b"c"]
+
+
+def test_the_old_private_spellings_still_work():
+    values, splits = np.arange(3), np.array([0, 3], np.int64)
+    assert tn.Ragged._trusted(values, splits).values is values
+    data, offsets = np.frombuffer(b"ab", np.uint8), np.array([0, 1, 2], np.int64)
+    assert tn.BytesColumn._trusted(data, offsets).offsets is offsets
+
+
 def test_the_core_gather_of_byte_ranges_checks_every_range():
     from tfrecnp._core import framing
 

@@ -120,10 +120,10 @@ def test_every_byte_flipped(good, tmp_path, ref, read_all):
         # Payload damage is invisible to a header scan; header damage is not.
         if i - at < 12:
             with pytest.raises(tn.CorruptRecordError) as e:
-                tn.scan_file(path, use_index=False)
+                tn.framing.scan_file(path, use_index=False)
             assert (e.value.record, e.value.offset, e.value.reason) == (k, at, reason)
         else:
-            assert tn.scan_file(path, use_index=False).lengths.tolist() == [
+            assert tn.framing.scan_file(path, use_index=False).lengths.tolist() == [
                 len(p) for p in PAYLOADS
             ]
             # Without payload CRCs the damaged payload is returned as it is.

@@ -144,7 +144,7 @@ def test_read_and_to_numpy_equal_what_tensorflow_wrote(data):
 def test_len_uses_index_sidecars(data, tmp_path):
     paths, _ = data
     path = shutil.copy(paths[0], tmp_path / "a.tfrecord")
-    tn.write_index(tn.scan_file(path))
+    tn.framing.write_index(tn.framing.scan_file(path))
     assert len(tn.open(path, SPEC)) == N_A
     assert len(tn.open(paths, SPEC).take(10)) == 10
     assert len(tn.open(paths, SPEC).take(10_000)) == N
@@ -587,7 +587,7 @@ def damaged(plain, tmp_path):
     path, cols = plain
     copy = tmp_path / "damaged.tfrecord"
     shutil.copy(path, copy)
-    index = tn.scan_file(copy)
+    index = tn.framing.scan_file(copy)
     data = bytearray(copy.read_bytes())
     at = data.find(cols["raw"][10].tobytes(), int(index.offsets[10]))
     assert int(index.offsets[10]) < at < int(index.offsets[11])
@@ -695,7 +695,7 @@ def x_file(tf, tf_write, path, n: int = 100) -> tuple[str, np.ndarray]:
         for i in range(n)
     ]
     tf_write(path, payloads)
-    return str(path), tn.scan_file(path).offsets
+    return str(path), tn.framing.scan_file(path).offsets
 
 
 def flip(path: str, at: int) -> None:
@@ -927,7 +927,7 @@ def test_a_malformed_big_record_in_a_shuffle_buffer_is_named(tf_write, tmp_path)
 def _flip_payload(path, record, tmp_path):
     """A copy of uncompressed `path` with one byte of record `record`'s tensor flipped:
     (the copy, the frame's offset)."""
-    at = int(tn.scan_file(path, use_index=False).offsets[record])
+    at = int(tn.framing.scan_file(path, use_index=False).offsets[record])
     data = bytearray(Path(path).read_bytes())
     data[at + 12 + 2000] ^= 0x40
     out = tmp_path / "flipped.tfrecord"

@@ -550,7 +550,9 @@ def test_read_files_and_errors_name_the_file(tmp_path):
 def test_decode_takes_record_batches_and_refuses_one_payload():
     payloads = [pw.simple_example({"x": (pw.INT64, [i])}) for i in range(3)]
     lengths = [len(p) for p in payloads]
-    batch = tn.RecordBatch(np.frombuffer(b"".join(payloads), np.uint8), np.cumsum([0, *lengths]))
+    batch = tn.framing.RecordBatch(
+        np.frombuffer(b"".join(payloads), np.uint8), np.cumsum([0, *lengths])
+    )
     assert decode(batch, {"x": tn.FixedLen((), "int64")})["x"].tolist() == [0, 1, 2]
     assert decode(batch.slice(1, 3), {"x": tn.FixedLen((), "int64")})["x"].tolist() == [1, 2]
     assert decode([], {"x": tn.VarLen("int64")})["x"].to_list() == []

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tfrecnp._core import encode
-from tfrecnp.example.write import key_order
+from tfrecnp.example.write_inputs import key_order
 
 INT64_EDGES = [0, 1, -1, 127, 128, -128, 2**31 - 1, -(2**31), 2**32, 2**63 - 1, -(2**63)]
 

@@ -174,7 +174,7 @@ def test_an_index_into_a_read_only_folder_names_the_sidecar(tmp_path):
         tn.write(path, {"x": np.arange(10)}, progress=False)
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
         with pytest.raises(OSError) as e:
-            tn.write_index(tn.scan_file(path, use_index=False))
+            tn.framing.write_index(tn.framing.scan_file(path, use_index=False))
         assert e.value.errno == errno.EROFS
         assert f"while writing {path}.idx;" in str(e.value) and ".tmp-" not in str(e.value)
         assert os.listdir(mount) == ["data.tfrecord"]

@@ -287,7 +287,7 @@ def _damaged(tmp_path, n: int = 50, bad: int = 5) -> tuple[str, np.ndarray]:
     rng = np.random.default_rng(3)
     cols = {"label": np.arange(n), "x": rng.random((n, 3)).astype(np.float32)}
     path = tn.write(tmp_path / "damaged.tfrecord", cols, progress=False).paths[0]
-    index = tn.scan_file(path)
+    index = tn.framing.scan_file(path)
     with open(path, "r+b") as f:
         f.seek(int(index.offsets[bad]) + 12 + int(index.lengths[bad]) // 2)
         byte = f.read(1)[0]

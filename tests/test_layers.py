@@ -7,6 +7,7 @@ top-level module, its own name); imports inside functions count like any other.
 
 import ast
 import itertools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -27,6 +28,7 @@ LAYERS = [
     "adapters",
     "data",
     "ray",
+    "framing",
     "cli",
     "__init__",
     "__main__",
@@ -169,3 +171,65 @@ def test_light_commands_do_not_load_the_decoder(tmp_path, argv):
 def test_layer_list_is_written_once():
     assert len(set(LAYERS)) == len(LAYERS)
     assert all(a != b for a, b in itertools.pairwise(LAYERS))
+
+
+# --- the public face: what a user calls at the top, frames in tfrecnp.framing -------------
+
+MOVED_TO_FRAMING = [
+    "FrameBatch",
+    "RecordBatch",
+    "RecordIndex",
+    "expand_paths",
+    "read_index",
+    "scan_file",
+    "write_index",
+]
+
+
+def test_every_public_name_resolves():
+    import tfrecnp.framing
+
+    for module in (tfrecnp, tfrecnp.framing):
+        for name in module.__all__:
+            assert getattr(module, name) is not None, f"{module.__name__}.{name}"
+        assert set(module.__all__) <= set(dir(module))
+
+
+def test_framing_names_are_not_top_level_names():
+    import tfrecnp.framing
+
+    assert not set(MOVED_TO_FRAMING) & set(tfrecnp.__all__)
+    assert not set(MOVED_TO_FRAMING) & set(dir(tfrecnp))
+    assert set(MOVED_TO_FRAMING) <= set(tfrecnp.framing.__all__)
+    # the readers and writers a user calls are at both levels, the same objects
+    for name in ("RecordReader", "RecordWriter", "count_records", "iter_records"):
+        assert getattr(tfrecnp, name) is getattr(tfrecnp.framing, name)
+
+
+@pytest.mark.parametrize("name", MOVED_TO_FRAMING)
+def test_a_moved_name_still_works_with_a_warning_naming_its_home(name):
+    import tfrecnp.framing
+
+    message = "^" + re.escape(f"tfrecnp.{name} is now tfrecnp.framing.{name}; the top-level")
+    with pytest.warns(DeprecationWarning, match=message) as caught:
+        value = getattr(tfrecnp, name)
+    assert value is getattr(tfrecnp.framing, name)
+    assert caught[0].filename == __file__  # points at the caller's line
+    with pytest.warns(DeprecationWarning, match=message):  # every use, not only the first
+        exec(f"from tfrecnp import {name}", {})
+
+
+def test_an_unknown_name_is_an_attribute_error():
+    import tfrecnp.framing
+
+    with pytest.raises(AttributeError, match="module 'tfrecnp' has no attribute 'nothing'"):
+        tfrecnp.nothing  # noqa: B018
+    with pytest.raises(AttributeError, match=r"module 'tfrecnp\.framing' has no attribute 'x'"):
+        tfrecnp.framing.x  # noqa: B018
+
+
+def test_import_tfrecnp_framing_loads_no_reader():
+    loaded = _loaded_after("import tfrecnp\nassert tfrecnp.framing.__all__")  # tn.framing
+    ours = {m for m in loaded if m.startswith("tfrecnp.")}
+    assert "tfrecnp.framing" in ours
+    assert not {m for m in ours if m.startswith(("tfrecnp.format", "tfrecnp._core"))}

@@ -166,7 +166,7 @@ def test_varlen_inner_shape_rows_are_arrays_and_write_back(ray_local, tmp_path):
 def test_inference_skips_a_damaged_sampled_record(ray_local, shards):
     out, cols = shards
     path = out.paths[1]
-    index = tn.scan_file(path)
+    index = tn.framing.scan_file(path)
     with open(path, "r+b") as f:  # record 3 of the second shard: in inference's sample
         f.seek(int(index.offsets[3]) + 12 + int(index.lengths[3]) // 2)
         byte = f.read(1)[0]

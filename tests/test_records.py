@@ -69,7 +69,7 @@ def _check_batches(reader_batches, payloads, n):
     sizes = [n] * (len(payloads) // n) + ([len(payloads) % n] if len(payloads) % n else [])
     assert [len(batch) for batch in batches] == sizes
     for batch, start in zip(batches, range(0, len(payloads), n), strict=True):
-        assert isinstance(batch, tn.RecordBatch)
+        assert isinstance(batch, tn.framing.RecordBatch)
         assert batch.data.dtype == np.uint8 and batch.offsets.dtype == np.int64
         part = payloads[start : start + n]
         ends = np.cumsum([0] + [len(p) for p in part]).tolist()
@@ -258,7 +258,7 @@ def _check_frame_batches(reader, payloads, sizes):
     assert [len(b) for b in batches] == sizes
     got = []
     for batch in batches:
-        assert isinstance(batch, tn.FrameBatch) and batch.verified
+        assert isinstance(batch, tn.framing.FrameBatch) and batch.verified
         data = batch.data.tobytes()
         for a, b in zip(batch.starts.tolist(), batch.ends.tolist(), strict=True):
             assert int.from_bytes(data[a - 12 : a - 4], "little") == b - a
@@ -305,7 +305,7 @@ def test_frame_batches_end_with_each_file(corpus):
 
 def test_record_batch_access():
     data = np.frombuffer(b"abcdefghij", np.uint8)
-    batch = tn.RecordBatch(data, np.array([0, 3, 3, 10]), ((0, "f", 4),))
+    batch = tn.framing.RecordBatch(data, np.array([0, 3, 3, 10]), ((0, "f", 4),))
     assert len(batch) == 3
     assert list(batch) == [b"abc", b"", b"defghij"]
     assert batch[-1] == b"defghij"
@@ -364,7 +364,7 @@ def test_property_round_trips_agree_with_tensorflow(
 def test_scan_file_matches_payload_lengths(corpus, case, compression, ref):
     path, payloads = corpus(case, compression)
     lengths = [len(p) for p in payloads]
-    index = tn.scan_file(path, use_index=False)
+    index = tn.framing.scan_file(path, use_index=False)
     assert index.path == path
     assert index.offsets.dtype == np.int64 and index.lengths.dtype == np.int64
     assert index.offsets.tolist() == ref.starts(lengths)  # decompressed offsets if compressed
@@ -377,7 +377,7 @@ def test_write_index_format(corpus, tmp_path, ref):
     path, payloads = corpus("mixed", None)
     local = tmp_path / "mixed.tfrecord"
     shutil.copy(path, local)
-    written = tn.write_index(tn.scan_file(local))
+    written = tn.framing.write_index(tn.framing.scan_file(local))
     assert written == str(local) + ".idx" == index_path(local)
     lengths = [len(p) for p in payloads]
     expected = "".join(
@@ -386,20 +386,20 @@ def test_write_index_format(corpus, tmp_path, ref):
     with open(written) as f:
         assert f.read() == expected
     assert sorted(os.listdir(tmp_path)) == ["mixed.tfrecord", "mixed.tfrecord.idx"]
-    back = tn.read_index(written)
+    back = tn.framing.read_index(written)
     assert back.path == str(local)
     assert back.offsets.tolist() == ref.starts(lengths)
     assert back.lengths.tolist() == lengths
-    other = tn.write_index(tn.scan_file(local), tmp_path / "elsewhere.idx")
+    other = tn.framing.write_index(tn.framing.scan_file(local), tmp_path / "elsewhere.idx")
     assert Path(other).read_text() == expected
 
 
 def test_index_of_an_empty_file(tmp_path):
     path = tmp_path / "empty.tfrecord"
     path.write_bytes(b"")
-    written = tn.write_index(tn.scan_file(path))
+    written = tn.framing.write_index(tn.framing.scan_file(path))
     assert Path(written).read_text() == ""
-    assert len(tn.read_index(written, path)) == 0
+    assert len(tn.framing.read_index(written, path)) == 0
     assert tn.count_records(path) == 0
 
 
@@ -418,7 +418,7 @@ def test_writer_streams_an_index_as_it_writes(corpus, tmp_path, ref):
     )
     assert Path(index_path(path)).read_text() == expected
     assert sorted(os.listdir(tmp_path)) == ["out.tfrecord", "out.tfrecord.idx"]
-    assert tn.read_index(index_path(path), path).lengths.tolist() == lengths
+    assert tn.framing.read_index(index_path(path), path).lengths.tolist() == lengths
 
 
 def test_writer_index_needs_uncompressed_output(tmp_path):
@@ -446,7 +446,7 @@ def test_finish_then_publish_under_another_name(tmp_path, tf_read):
     assert writer.publish(final) == str(final) == writer.path
     assert sorted(os.listdir(tmp_path)) == ["final.tfrecord", "final.tfrecord.idx"]
     assert tf_read(final) == [b"one"]
-    assert tn.read_index(index_path(final), final).lengths.tolist() == [3]
+    assert tn.framing.read_index(index_path(final), final).lengths.tolist() == [3]
     writer.abort()  # published: nothing left to undo
     writer.close()
     assert sorted(os.listdir(tmp_path)) == ["final.tfrecord", "final.tfrecord.idx"]
@@ -494,7 +494,7 @@ def test_scan_uses_a_valid_sidecar(corpus, tmp_path, ref):
     path, payloads = corpus("mixed", None)
     local = tmp_path / "mixed.tfrecord"
     shutil.copy(path, local)
-    tn.write_index(tn.scan_file(local))
+    tn.framing.write_index(tn.framing.scan_file(local))
     # Break record 4's length CRC, keeping the size: a header scan fails, the index is used.
     starts = ref.starts([len(p) for p in payloads])
     with open(local, "r+b") as f:
@@ -503,8 +503,8 @@ def test_scan_uses_a_valid_sidecar(corpus, tmp_path, ref):
         f.seek(starts[4] + 9)
         f.write(bytes([byte[0] ^ 0xFF]))
     with pytest.raises(tn.CorruptRecordError):
-        tn.scan_file(local, use_index=False)
-    index = tn.scan_file(local)
+        tn.framing.scan_file(local, use_index=False)
+    index = tn.framing.scan_file(local)
     assert index.offsets.tolist() == starts
     assert index.lengths.tolist() == [len(p) for p in payloads]
     assert tn.count_records(local) == len(payloads)
@@ -513,7 +513,7 @@ def test_scan_uses_a_valid_sidecar(corpus, tmp_path, ref):
 def _stale(tmp_path, tf_write, old, new):
     path = tmp_path / "data.tfrecord"
     tf_write(path, old)
-    tn.write_index(tn.scan_file(path))
+    tn.framing.write_index(tn.framing.scan_file(path))
     tf_write(path, new)
     return path
 
@@ -531,7 +531,7 @@ def _stale(tmp_path, tf_write, old, new):
 def test_a_stale_sidecar_is_ignored_with_a_warning(tmp_path, tf_write, old, new):
     path = _stale(tmp_path, tf_write, old, new)
     with pytest.warns(UserWarning) as record:
-        index = tn.scan_file(path)
+        index = tn.framing.scan_file(path)
     assert [str(w.message) for w in record] == [
         f"ignoring index {path}.idx: it does not describe {path} (stale or foreign); rescanning"
     ]
@@ -548,14 +548,14 @@ def test_a_malformed_sidecar_is_ignored_with_a_warning(tmp_path, tf_write, text)
     with open(index_path(path), "w") as f:
         f.write(text)
     with pytest.warns(UserWarning, match="stale or foreign"):
-        assert tn.scan_file(path).lengths.tolist() == [0, 3]
+        assert tn.framing.scan_file(path).lengths.tolist() == [0, 3]
 
 
 def test_read_index_without_a_data_file_checks_the_tiling(tmp_path):
     idx = tmp_path / "x.tfrecord.idx"
     idx.write_text("0 20\n25 16\n")
     with pytest.raises(ValueError) as e:
-        tn.read_index(idx)
+        tn.framing.read_index(idx)
     assert str(e.value) == f"{idx}: offsets and lengths do not tile a file"
 
 
@@ -568,7 +568,7 @@ def test_read_index_refuses_a_tiling_that_wraps_past_2_63(tmp_path, ref):
     top = 2**63 - 1
     (tmp_path / "x.tfrecord.idx").write_text(f"0 {top}\n{top} 16\n{-top + 14} {top}\n14 28\n")
     with pytest.warns(UserWarning, match="stale or foreign"):
-        assert tn.read_index(tmp_path / "x.tfrecord.idx", data) is None
+        assert tn.framing.read_index(tmp_path / "x.tfrecord.idx", data) is None
 
 
 def test_paths_as_glob_directory_and_list(tf_write, tmp_path):
@@ -577,14 +577,15 @@ def test_paths_as_glob_directory_and_list(tf_write, tmp_path):
     counts = {"b-1.tfrecord": 3, "a-0.tfrecord": 2, "c-2.tfrecord": 0}
     for name, n in counts.items():
         tf_write(folder / name, [name.encode() + bytes([i]) for i in range(n)])
-    tn.write_index(tn.scan_file(folder / "a-0.tfrecord"))  # sidecars are not data files
+    # sidecars are not data files
+    tn.framing.write_index(tn.framing.scan_file(folder / "a-0.tfrecord"))
     (folder / ".hidden.tmp").write_bytes(b"junk")  # nor are hidden files
     (folder / "sub").mkdir()
     in_order = [str(folder / n) for n in sorted(counts)]
     expected = [n.encode() + bytes([i]) for n in sorted(counts) for i in range(counts[n])]
-    assert tn.expand_paths(folder) == in_order
-    assert tn.expand_paths(str(folder / "*.tfrecord")) == in_order
-    assert tn.expand_paths([in_order[2], folder / "a-*"]) == [in_order[2], in_order[0]]
+    assert tn.framing.expand_paths(folder) == in_order
+    assert tn.framing.expand_paths(str(folder / "*.tfrecord")) == in_order
+    assert tn.framing.expand_paths([in_order[2], folder / "a-*"]) == [in_order[2], in_order[0]]
     for spec in (folder, str(folder / "*.tfrecord"), in_order, tuple(in_order)):
         assert list(tn.RecordReader(spec)) == expected
         assert tn.count_records(spec) == 5
@@ -618,6 +619,6 @@ def test_records_straddling_read_chunks(tf_write, tmp_path, ref, compression):
     path = tf_write(tmp_path / "chunks.tfrecord", payloads, compression)
     for n in (1000, 3333):
         _check_batches(tn.RecordReader(path).batches(n), payloads, n)
-    index = tn.scan_file(path)
+    index = tn.framing.scan_file(path)
     assert index.offsets.tolist() == ref.starts(lengths.tolist())
     assert index.lengths.tolist() == lengths.tolist()

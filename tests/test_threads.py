@@ -1,14 +1,18 @@
 """ordered_map, the crew that reads and decodes blocks: results in order, the source in
-one thread at a time, bounded look-ahead, errors in their turn, and a clean stop."""
+one thread at a time, bounded look-ahead, errors in their turn, and a clean stop. The
+shared pools: one per kind, and working again in a forked child."""
 
 from __future__ import annotations
 
+import os
 import random
+import sys
 import threading
 import time
 
 import pytest
 
+from tfrecnp._util import threads
 from tfrecnp._util.threads import ordered_map
 
 
@@ -130,3 +134,35 @@ def test_stopping_early_ends_the_workers_and_closes_the_source(how):
     assert _crew() - before == set()
     assert source.closed
     assert source.taken < 10
+
+
+def test_one_pool_per_kind_and_one_core_count():
+    from tfrecnp.example import decode
+
+    assert threads.executor("chunks") is threads.executor() is decode.executor("chunks")
+    assert threads.executor("image") is not threads.executor("chunks")
+    assert threads.executor("pipeline")._max_workers == 1
+    assert decode.CPUS == threads.CPUS == (os.cpu_count() or 1)
+    with pytest.raises(KeyError):
+        threads.executor("nobody")
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.parametrize("kind", ["chunks", "image"])
+def test_a_forked_child_gets_pools_that_run(kind):
+    """A child sees the parent's pool objects but none of their threads: a task given to
+    one would never run. The pools are forgotten at fork, so the child's run."""
+    assert threads.executor(kind).submit(int, "7").result(timeout=5) == 7  # threads exist
+    pid = os.fork()
+    if pid == 0:  # the child: report by exit status only
+        code = 1
+        try:
+            code = 0 if threads.executor(kind).submit(int, "7").result(timeout=5) == 7 else 2
+        except BaseException:
+            code = 3
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert threads.executor(kind).submit(int, "8").result(timeout=5) == 8  # the parent's too

@@ -4,8 +4,10 @@ A TFRecord file is a stream of framed records; tfrecnp reads them in batches (on
 plus offsets), checks every CRC in a compiled core with the GIL released, and writes them
 back atomically. `import tfrecnp` needs only NumPy.
 
-This module is the one public face. Each name is imported from its layer on first use, so
-`import tfrecnp` (and `tfrecnp count`) stays fast and loads no more than it needs.
+This module is the public face: what a user calls. Frame-level names (scans, sidecars,
+batches of raw records) live in `tfrecnp.framing`. Each name is imported from its layer on
+first use, so `import tfrecnp` (and `tfrecnp count`) stays fast and loads no more than it
+needs.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ _HOMES = {
     "load": "arrays.load",
     "convert": "data.convert",
     "Dataset": "data.dataset",
-    "RandomAccessError": "data.files",
     "open": "data.opener",
     "read": "data.read",
     "CorruptRecordError": "errors",
     "CorruptRecordWarning": "errors",
     "MemoryBudgetError": "errors",
+    "RandomAccessError": "errors",
     "SchemaError": "errors",
     "TFRecordError": "errors",
     "BytesColumn": "example.columns",
@@ -46,17 +48,23 @@ _HOMES = {
     "WriteResult": "example.write",
     "Writer": "example.write",
     "write": "example.write",
-    "RecordIndex": "format.index",
-    "read_index": "format.index",
-    "write_index": "format.index",
-    "expand_paths": "format.paths",
-    "FrameBatch": "format.reader",
-    "RecordBatch": "format.reader",
     "RecordReader": "format.reader",
     "count_records": "format.reader",
     "iter_records": "format.reader",
-    "scan_file": "format.reader",
+    "verify": "format.verify",
     "RecordWriter": "format.writer",
+}
+
+# names that left the top level -> their public module; for one release they still work
+# here, with a DeprecationWarning that names the new home
+_MOVED = {
+    "FrameBatch": "framing",
+    "RecordBatch": "framing",
+    "RecordIndex": "framing",
+    "expand_paths": "framing",
+    "read_index": "framing",
+    "scan_file": "framing",
+    "write_index": "framing",
 }
 
 __all__ = [
@@ -68,14 +76,11 @@ __all__ = [
     "Dataset",
     "Decoder",
     "FixedLen",
-    "FrameBatch",
     "Image",
     "MemoryBudgetError",
     "Ragged",
     "RandomAccessError",
     "Raw",
-    "RecordBatch",
-    "RecordIndex",
     "RecordReader",
     "RecordWriter",
     "SchemaError",
@@ -88,27 +93,42 @@ __all__ = [
     "convert",
     "count_records",
     "decode",
-    "expand_paths",
     "infer_spec",
     "iter_records",
     "load",
     "open",
     "read",
-    "read_index",
-    "scan_file",
     "spec_from_json",
     "spec_from_tf",
     "spec_to_json",
     "torch_collate",
+    "verify",
     "write",
-    "write_index",
 ]
 
 
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
+    if home is None and name == "framing":  # the public submodule, as tn.framing
+        from ._util.optional import import_module
+
+        return import_module(".framing", __name__)  # (the import binds it here)
     if home is None:
-        raise AttributeError(f"module 'tfrecnp' has no attribute {name!r}")
+        moved = _MOVED.get(name)
+        if moved is None:
+            raise AttributeError(f"module 'tfrecnp' has no attribute {name!r}")
+        import warnings
+
+        warnings.warn(
+            f"tfrecnp.{name} is now tfrecnp.{moved}.{name}; "
+            f"the top-level name will be removed in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        home = moved  # not cached: each use warns
+        from ._util.optional import import_module
+
+        return getattr(import_module(f".{home}", __name__), name)
     from ._util.optional import import_module  # (a Ctrl-C here stays KeyboardInterrupt)
 
     value = getattr(import_module(f".{home}", __name__), name)
@@ -117,7 +137,7 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOMES})
+    return sorted({*globals(), *_HOMES, "framing"})
 
 
 if TYPE_CHECKING:  # what editors and type checkers see
@@ -125,13 +145,13 @@ if TYPE_CHECKING:  # what editors and type checkers see
     from .arrays.load import Arrays, load
     from .data.convert import convert
     from .data.dataset import Dataset
-    from .data.files import RandomAccessError
     from .data.opener import open
     from .data.read import read
     from .errors import (
         CorruptRecordError,
         CorruptRecordWarning,
         MemoryBudgetError,
+        RandomAccessError,
         SchemaError,
         TFRecordError,
     )
@@ -150,14 +170,6 @@ if TYPE_CHECKING:  # what editors and type checkers see
         spec_to_json,
     )
     from .example.write import Writer, WriteResult, write
-    from .format.index import RecordIndex, read_index, write_index
-    from .format.paths import expand_paths
-    from .format.reader import (
-        FrameBatch,
-        RecordBatch,
-        RecordReader,
-        count_records,
-        iter_records,
-        scan_file,
-    )
+    from .format.reader import RecordReader, count_records, iter_records
+    from .format.verify import verify
     from .format.writer import RecordWriter

@@ -8,7 +8,9 @@ from ._util.text import format_count
 __all__ = [
     "CorruptRecordError",
     "CorruptRecordWarning",
+    "ImageDecodeError",
     "MemoryBudgetError",
+    "RandomAccessError",
     "SchemaError",
     "TFRecordError",
 ]
@@ -50,12 +52,28 @@ def _rebuild_corrupt(cls: type, reason: str, fields: dict, hint: str) -> Corrupt
     return cls(reason, hint=hint, **fields)
 
 
+class ImageDecodeError(CorruptRecordError):
+    """Images of a batch that do not decode. rows: the batch rows (first one named in the
+    message), so on_error="skip" can drop them all; feature: the feature's name."""
+
+    def __init__(self, reason: str, *, path: str, record: int, offset: int = -1, hint: str = ""):
+        super().__init__(reason, path=path, record=record, offset=offset, hint=hint)
+        self.args = (f"{reason} at {path} record {record}" + (f"; {hint}" if hint else ""),)
+        self.rows: list[int] = []
+        self.reasons: dict[int, str] = {}
+        self.feature = ""
+
+
 class SchemaError(TFRecordError, ValueError):
     """The data does not match the spec: a missing feature, a wrong kind or length."""
 
 
 class MemoryBudgetError(TFRecordError, MemoryError):
     """A whole-dataset call would need more memory than its budget allows."""
+
+
+class RandomAccessError(TFRecordError, ValueError):
+    """Reading records by position needs uncompressed files."""
 
 
 class CorruptRecordWarning(UserWarning):

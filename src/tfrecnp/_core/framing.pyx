@@ -14,8 +14,8 @@ Castagnoli (reflected polynomial 0x82F63B78, init and final xor 0xFFFFFFFF).
 Everything here takes buffers and returns buffers or status codes; nothing allocates
 per record and the loops run without the GIL. No length read from the data is trusted:
 a frame is accepted only when its length CRC checks and the whole frame lies inside
-the bytes given. The Python layer (`tfrecnp.records`) turns status codes into errors
-with file names and record numbers.
+the bytes given. The Python layer (`tfrecnp.format.reader`, and `tfrecnp.data.files` for
+reads by position) turns status codes into errors with file names and record numbers.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
@@ -52,7 +52,7 @@ cdef uint32_t POLY = 0x82F63B78
 cdef uint32_t MASK_DELTA = 0xA282EAD8
 
 cdef enum Status:
-    # Shared with tfrecnp.records through the Python names below.
+    # Shared with the Python layer (format/, data/files.py) through the Python names below.
     S_LIMIT = 0            # stopped after filling the output arrays
     S_NEED_MORE = 1        # the frame at pos does not lie wholly before the limit
     S_BAD_LENGTH_CRC = 2   # the 8 length bytes at pos fail their CRC

@@ -2,9 +2,8 @@
 last one instead of fresh pages.
 
 A fresh page costs a fault and a zeroing by the kernel, and the C library hands large
-buffers back to the system as soon as they are freed, so every block of a pass over 16 KiB
-tensors through a shuffle buffer got fresh pages: measured, a third of the time, and a
-1.5x slower pass than with the buffers of the last pass reused.
+buffers back to the system as soon as they are freed, so without reuse every block of a
+pass over big records gets fresh pages (measured: benchmarks/CONSTANTS.md, SMALL_BYTES).
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ import threading
 
 import numpy as np
 
-SMALL_BYTES = 1 << 20
+SMALL_BYTES = 1 << 20  # smaller buffers the C library recycles itself: always fresh
 
 
 class Spares:

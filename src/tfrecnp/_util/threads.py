@@ -1,13 +1,51 @@
-"""Running work ahead in a background thread, a bounded number of items deep; exceptions
-surface in the consumer, and closing the consumer stops the thread."""
+"""Threads: the shared pools and the core count, and running work ahead in a background
+thread, a bounded number of items deep; exceptions surface in the consumer, and closing the
+consumer stops the thread."""
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+CPUS = os.cpu_count() or 1  # read once: os.cpu_count() reads /sys on every call
+
+# The shared pools, by kind, and their threads. Each runs leaf tasks only (tasks that never
+# wait on other tasks), so a caller in any thread, a "pipeline" one included, can wait on
+# them without deadlock.
+POOL_THREADS = {
+    "chunks": max(CPUS, 2),  # pieces of one batch, decoded at once
+    "pipeline": 1,  # tn.read: a batch decoded while the next is read
+    "image": CPUS,  # the images of a batch, decoded or encoded at once
+}
+
+_pools: dict[str, ThreadPoolExecutor] = {}
+_pools_lock = threading.Lock()
 
 _DONE, _ITEM, _ERROR = 0, 1, 2
+
+
+def executor(kind: str = "chunks") -> ThreadPoolExecutor:
+    """The shared pool of a kind in POOL_THREADS, made on first use."""
+    with _pools_lock:
+        pool = _pools.get(kind)
+        if pool is None:
+            pool = _pools[kind] = ThreadPoolExecutor(POOL_THREADS[kind], f"tfrecnp-{kind}")
+        return pool
+
+
+def _forget_pools() -> None:
+    """In a forked child: the parent's pool threads do not exist here, and a pool that
+    believes it has them would never run a task, so each kind starts afresh."""
+    global _pools_lock
+    _pools_lock = threading.Lock()
+    _pools.clear()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    os.register_at_fork(after_in_child=_forget_pools)
 
 
 def run_ahead(items: Iterator, depth: int, fn: Callable | None = None) -> Iterator:

@@ -36,20 +36,25 @@ from ray.data import Datasink, Datasource, ReadTask
 from ray.data.block import BlockAccessor, BlockMetadata
 
 from .._util import fs
+from .._util.sizing import records_per_batch
 from ..errors import CorruptRecordError
 from ..example.columns import BytesColumn, Ragged
 from ..example.decode import Decoder
 from ..example.infer import infer_spec
 from ..example.spec import FixedLen, Raw, as_spec
-from ..example.write import Writer, shard_name
+from ..example.write import Writer
+from ..example.write_shards import shard_name
+from ..format.damage import check_on_error
+from ..format.frames import OVERHEAD_BYTES
 from ..format.index import index_path
 from ..format.paths import expand_paths
-from ..format.reader import RecordReader, file_compression, scan_file
+from ..format.reader import RecordReader, file_compression, mean_frame_bytes, scan_file
 
 __all__ = ["read", "write"]
 
 TASK_BYTES = 256 << 20  # a file larger than this is split into read tasks of about this size
-BLOCK_BYTES = 16 << 20  # a read task yields blocks of about this many payload bytes
+BLOCK_BYTES = 16 << 20  # a read task yields blocks of about this many bytes ...
+BLOCK_RECORDS = (64, 1 << 17)  # ... within these many records
 RENAME_THREADS = 32  # the driver moves finished shards into place this many at a time
 PLAN_THREADS = 32  # the driver looks at this many files at a time when planning a read
 
@@ -134,7 +139,7 @@ def _shares(path: str, compression: str | None, task_bytes: int) -> list[_Share]
     n = len(index)
     if size <= task_bytes or n < 2:
         return [_Share(path, kind, size, n)]
-    ends = index.offsets + index.lengths + 16
+    ends = index.offsets + index.lengths + OVERHEAD_BYTES
     parts = max(1, round(size / task_bytes))
     cuts = np.unique(np.searchsorted(ends, np.linspace(0, size, parts + 1)[1:-1]))
     bounds = [0, *[int(c) + 1 for c in cuts if c + 1 < n], n]
@@ -167,14 +172,11 @@ def _read_fn(share: _Share, spec: Any, verify_crc: bool, on_error: str):
 
 
 def _block_rows(share: _Share) -> int:
-    if share.rows:
-        mean = max(16.0, share.size / share.rows)
+    if share.rows:  # the index knows the frames' mean size
+        mean = share.size / share.rows
     else:
-        probe = RecordReader(share.path, compression=share.compression, on_error="skip")
-        first = next(probe.batches(64), None)
-        known = first is not None and len(first)
-        mean = max(16.0, len(first.data) / len(first) + 16) if known else 64.0
-    return int(min(1 << 17, max(64, BLOCK_BYTES // mean)))
+        mean = mean_frame_bytes(share.path, compression=share.compression) or 64.0
+    return records_per_batch(BLOCK_BYTES, mean, BLOCK_RECORDS)
 
 
 def _empty_table(spec: Any) -> pa.Table:
@@ -214,8 +216,7 @@ def read(
     preserve_order=True (this dataset's execution option) keeps the files' order, as a
     local read gives it; False lets Ray hand out blocks as tasks finish.
     """
-    if on_error not in ("raise", "skip", "warn"):
-        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
+    check_on_error(on_error)
     # absolute: read tasks run in workers whose working folder is not the driver's
     files = [
         p if fs.is_url(p) else os.path.abspath(p) for p in expand_paths(paths, storage_options)

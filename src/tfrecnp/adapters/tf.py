@@ -14,11 +14,8 @@ cuts slower), so the per-batch cost is TensorFlow's own, not a trip through Pyth
 - pad= with fixed lengths pads per block in NumPy; a length of None pads each batch in
   the graph.
 
-Measured (benchmarks/bench_adapters.py, batch 32): handing over one batch per generator
-step ran at 0.4-0.5x TensorFlow's own TFRecord pipeline (a generator step costs about
-100 us); blocks cut by a nested `range().map(slice)` at 0.4x the cost floor of iterating a
-tf.data.Dataset from Python; blocks cut by `rebatch` at that floor. With Ragged columns
-(tokens, batch 1024) slicing ran at 2.0x TensorFlow's pipeline and `rebatch` at 0.8-0.9x.
+A generator step per batch would cost more than TensorFlow's own pipeline spends on the
+batch (measured: benchmarks/CONSTANTS.md, adapters.tf.to_tf).
 """
 
 from __future__ import annotations

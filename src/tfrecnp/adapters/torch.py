@@ -16,8 +16,9 @@ torch group), as webdataset and Hugging Face's split_dataset_by_node do.
 
 From a worker process a batch travels as one buffer (plus its layout), inside the pickle
 when small, else in one shared-memory segment; the DataLoader's own hand-over puts every
-tensor in a segment of its own, about 0.3-0.6 ms each here, more than reading and decoding
-a batch of 32. The main process gets the same dict, its tensors views into that buffer.
+tensor in a segment of its own, which costs more than reading and decoding a small batch
+(benchmarks/CONSTANTS.md, adapters.torch.INLINE_BYTES). The main process gets the same
+dict, its tensors views into that buffer.
 
 Tensors: dense columns become tensors sharing the batch's memory (`torch.from_numpy`;
 read-only arrays, such as memory-mapped files, are copied first); a Ragged column "tokens"
@@ -134,8 +135,8 @@ class Shipped(dict):
     """A batch leaving a DataLoader worker: pickles as one uint8 buffer holding every
     tensor column, plus the layout and the other columns, and unpickles as a plain dict
     whose tensors are views into that buffer. Up to INLINE_BYTES the buffer travels in the
-    pickle through the worker's pipe (a few KiB cost microseconds); larger, in one
-    shared-memory segment (the DataLoader's way, about 0.3-0.6 ms per segment here)."""
+    pickle through the worker's pipe (cheaper than a segment for a small batch); larger, in
+    one shared-memory segment (the DataLoader's way)."""
 
     def __copy__(self) -> Shipped:  # the DataLoader's default_convert copies the batch
         return Shipped(self)

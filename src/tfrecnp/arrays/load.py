@@ -21,7 +21,8 @@ from ..errors import TFRecordError
 from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from ..example.spec import spec_from_json
 from ..format.compression import detect_compression
-from ..format.sniff import is_frame, what_is
+from ..format.frames import HEADER_BYTES, is_frame_header
+from ..format.sniff import what_is
 from .npy import HDF5_MAGIC, HEADER_ERRORS, ZIP_MAGIC, read_npy_header, zip_member_offset
 from .sinks import MANIFEST, MANIFEST_FORMAT, SAFE_CHARS
 
@@ -63,12 +64,33 @@ def _not_ours(path: str, why: str) -> TFRecordError:
 
 
 def load(path: str | os.PathLike, *, storage_options: dict | None = None) -> Arrays:
-    """Open what `Dataset.save` wrote: {feature: column}, without reading the data.
+    """Open what `Dataset.save` (or `tn.convert` to arrays) wrote, without reading the data.
 
-    .npy folders and .npz files give memory-mapped ndarrays (Ragged / BytesColumn over
-    memory-mapped values); HDF5 and Zarr give their datasets / arrays, read when sliced
-    (LazyRagged / LazyBytes for variable-length columns; [:] loads one). A URL (s3://,
-    memory://, any fsspec filesystem) is copied to a local temporary folder first.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A .npy folder, a .npz file, an HDF5 file or a Zarr folder; or a URL (s3://,
+        memory://, any fsspec filesystem), copied to a local temporary folder first, as
+        memory maps need local files.
+    storage_options : dict, optional
+        For a URL: passed to its fsspec filesystem (credentials, endpoint, ...).
+
+    Returns
+    -------
+    Arrays
+        A dict {feature: column}, with .records, .spec, .format and .path. .npy folders
+        and .npz files give memory-mapped ndarrays (Ragged / BytesColumn over
+        memory-mapped values); HDF5 and Zarr give their datasets / arrays, read when
+        sliced (LazyRagged / LazyBytes for variable-length columns; [:] loads one).
+        Close it (or use a ``with`` block) to release an HDF5 file.
+
+    Raises
+    ------
+    FileNotFoundError
+        Nothing is at path.
+    TFRecordError
+        path is a TFRecord file (open it with `tn.open`), or not a complete output of
+        `save` (no manifest, as after an interrupted save, or a damaged one).
     """
     if fs.is_url(path):
         remote = fs.resolve(path, storage_options)
@@ -85,12 +107,12 @@ def load(path: str | os.PathLike, *, storage_options: dict | None = None) -> Arr
             return _load_zarr(path)
         raise _not_ours(path, f"no {MANIFEST} and no zarr.json in the folder")
     with open(path, "rb") as f:
-        head = f.read(12)
+        head = f.read(HEADER_BYTES)
     if head.startswith(ZIP_MAGIC):
         return _load_npz(path)
     if head.startswith(HDF5_MAGIC):
         return _load_hdf5(path)
-    if is_frame(head) or (detect_compression(head) is not None and what_is(path) is None):
+    if is_frame_header(head) or (detect_compression(head) is not None and what_is(path) is None):
         raise TFRecordError(
             f"{path} is a TFRecord file, not what Dataset.save writes: open it with "
             "tn.open(path), or convert it once with tn.convert(path, 'out/') and tn.load that"
@@ -198,7 +220,8 @@ def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
             values, offsets = array(layout["values"]), array(layout["offsets"])
             if isinstance(values, np.ndarray):
                 checked = BytesColumn(values, offsets)  # validates offsets against the data
-                col = BytesColumn._trusted(values, checked.offsets)  # keeps the np.memmap
+                # (checked, so taken as it is: keeps the np.memmap)
+                col = BytesColumn.from_offsets(values, checked.offsets, validate=False)
                 if layout.get("shape"):
                     return fixed(col, layout)
                 return col
@@ -211,7 +234,8 @@ def _build(path: str, fmt: str, manifest: dict, array: Any) -> Arrays:
                 values, (np.ndarray, Ragged, BytesColumn)
             ):
                 checked = Ragged(values, splits)  # validates the splits against the values
-                return Ragged._trusted(values, checked.row_splits)  # keeps the np.memmap
+                # (checked, so taken as it is: keeps the np.memmap)
+                return Ragged.from_row_splits(values, checked.row_splits, validate=False)
             return LazyRagged(values, splits)
         raise _not_ours(path, f"unknown column kind {kind!r}")
 

@@ -496,6 +496,11 @@ class ArraySink(CloseOrAbort):
         self._leaves.append(leaf)
         return leaf
 
+    @property
+    def has_columns(self) -> bool:
+        """Whether a first batch (even one of no records) has set the columns written."""
+        return bool(self._columns or self._leaves)
+
     def write(self, batch: Mapping[str, Column]) -> None:
         """Append one batch: the same column names (and kinds) in every batch."""
         if self.closed:
@@ -504,7 +509,7 @@ class ArraySink(CloseOrAbort):
         if len(set(lengths.values())) > 1:
             listed = ", ".join(f"{k!r}: {v}" for k, v in lengths.items())
             raise SchemaError(f"the columns of a batch differ in length ({listed})")
-        if not self._columns and not self._leaves:
+        if not self.has_columns:
             names = {}
             for name in batch:
                 s = stem(name)

@@ -10,7 +10,8 @@ rows at a time. Nothing is loaded whole:
   the zip; compressed ones (``np.savez_compressed``) are decompressed front to back;
 - HDF5 (h5py) and Zarr read only the rows asked for; one key, or every dataset / array
   with at least one axis; a contiguous, unfiltered HDF5 dataset of plain numbers is
-  memory-mapped at its offset in the file (h5py costs about 25 µs a call, a map nothing);
+  memory-mapped at its offset in the file (a map costs nothing per call, h5py a Python
+  round trip; benchmarks/CONSTANTS.md);
 - a folder holding ``.npy`` files (and no Zarr metadata): one column per file.
 
 Reading a memory map touches its pages, and touched file pages count towards the

@@ -180,11 +180,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
         unsupported = tf_features(ds.spec)[2]
     if unsupported and len(unsupported) < len(feature_names(ds.spec)):
         ds = ds.select([n for n in feature_names(ds.spec) if n not in unsupported])
-    mean = ds._mean_record_bytes()
+    mean = ds.source.mean_record_bytes(0, None)  # bytes per frame, as the files count them
     ours = time_tfrecnp(ds, args.batch_size, shuffle, args.seconds)
     theirs = None
     if not missing:
-        detected = ds._files.kinds[0] if ds._files.kinds else None
+        detected = next(iter(ds.source.compressions), None)
         theirs, _ = time_tensorflow(
             ds.paths, ds.spec, args.batch_size, shuffle, args.seconds, detected
         )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import json
 import os
 import sys
@@ -23,11 +24,11 @@ from .._util.optional import wrapped_interrupt
 from .._util.progress import Progress
 from .._util.text import format_count, format_size
 from .._version import __version__
-from ..errors import TFRecordError
+from ..errors import CorruptRecordError, TFRecordError
 from ..format.index import write_index
 from ..format.paths import expand_paths
-from ..format.reader import RecordReader, file_compression, scan_file
-from ..format.writer import RecordWriter
+from ..format.reader import file_compression, scan_file
+from ..format.verify import verify
 
 
 def _add_common(p: argparse.ArgumentParser, *, paths: bool = True) -> None:
@@ -103,49 +104,31 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    reader = RecordReader(args.paths, compression=_compression(args), on_error="skip")
-    writer = RecordWriter(args.salvage) if args.salvage else None
-    files = []
-    plain = all(file_compression(p, _compression(args)) is None for p in reader.paths)
-    total = sum(fs.size(p) for p in reader.paths) if plain else None
-    bar = Progress("verify", total_bytes=total, enabled=not (args.json or args.no_progress))
-    try:
-        for path in reader.paths:
-            single = RecordReader(path, compression=_compression(args), on_error="skip")
-            records = size = 0
-            started = time.perf_counter()
-            for batch in single.batches(4096):
-                records += len(batch)
-                size += int(batch.offsets[-1])
-                bar.update(len(batch), int(batch.offsets[-1]) + 16 * len(batch))
-                if writer:
-                    writer.write_batch(batch.data, batch.offsets)
-            files.append(
+    report = verify(
+        args.paths,
+        salvage=args.salvage,
+        compression=_compression(args),
+        progress=not (args.json or args.no_progress),
+    )
+    files = [
+        {
+            "path": f.path,
+            "records": f.records,
+            "payload_bytes": f.payload_bytes,
+            "seconds": round(f.seconds, 3),
+            "corrupt": [
                 {
-                    "path": path,
-                    "records": records,
-                    "payload_bytes": size,
-                    "seconds": round(time.perf_counter() - started, 3),
-                    "corrupt": [
-                        {
-                            "record": e.record,
-                            "offset": e.offset,
-                            "reason": e.reason,
-                            "skipped_bytes": e.skipped,
-                        }
-                        for e in single.corruptions
-                    ],
+                    "record": e.record,
+                    "offset": e.offset,
+                    "reason": e.reason,
+                    "skipped_bytes": e.skipped,
                 }
-            )
-    except BaseException:
-        if writer:
-            writer.abort()
-        raise
-    finally:
-        bar.close()
-    if writer:
-        writer.close()
-    bad = sum(len(f["corrupt"]) for f in files)
+                for e in f.damage
+            ],
+        }
+        for f in report.files
+    ]
+    bad = len(report.damage)
     if args.json:
         print(json.dumps({"files": files, "corrupt": bad, "salvaged": args.salvage}))
     else:
@@ -160,9 +143,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     f"    record {c['record']} at byte {format_count(c['offset'])}: {c['reason']}; "
                     f"skipped {format_count(c['skipped_bytes'])} bytes"
                 )
-        if writer:
-            print(f"salvaged {format_count(writer.records)} good records to {args.salvage}")
-    return 1 if bad else 0
+        if args.salvage:
+            n = format_count(report.salvaged_records)
+            print(f"salvaged {n} good records to {args.salvage}")
+    return 0 if report.ok else 1
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -437,9 +421,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_preview(args: argparse.Namespace) -> int:
-    import warnings
-
-    from ..example.decode import Decoder
+    from ..example.columns import BytesColumn
     from ..example.image import Image, image_format
     from ..example.infer import infer_spec
     from ..example.spec import Sequence
@@ -448,30 +430,33 @@ def cmd_preview(args: argparse.Namespace) -> int:
     spec = infer_spec(args.paths, compression=_compression(args), on_error="warn")
     if isinstance(spec, Sequence):
         spec = spec.context
-    reader = RecordReader(args.paths, compression=_compression(args))
-    batch = next(iter(reader.batches(args.n)), None)
-    if batch is None:
-        raise ValueError("no records to preview")
     name = args.feature
     if name is None:  # the first bytes feature whose first value is a JPEG or PNG
-        raw = Decoder({k: f for k, f in spec.items() if getattr(f, "dtype", "") == "bytes"})
-        firsts = raw.decode(batch.slice(0, 1)) if len(raw.spec) else {}
-        name = next((k for k, col in firsts.items() if image_format(col[0] or b"")), None)
+        raw = {k: f for k, f in spec.items() if getattr(f, "dtype", "") == "bytes"}
+        first = _first_records(args.paths, raw or spec, 1, _compression(args))
+        if not first:
+            raise ValueError("no records to preview")
+        firsts = first[0][2] if raw else {}
+        name = next((k for k, v in firsts.items() if image_format(v or b"")), None)
         if name is None:
             raise ValueError("found no JPEG or PNG feature; name one with --feature")
     if name not in spec:
         raise ValueError(f"no feature {name!r}; features: {', '.join(spec)}")
-    wanted = {name: Image(3)}
+    image = Image(3)
+    wanted = {name: image.decode_as()}  # its bytes: only the images shown are decoded
     if args.label:
         if args.label not in spec:
             raise ValueError(f"no feature {args.label!r} for --label; features: {', '.join(spec)}")
         wanted[args.label] = spec[args.label]
+    records = _first_records(args.paths, wanted, args.n, _compression(args))
+    if not records:
+        raise ValueError("no records to preview")
+    blobs = BytesColumn.from_list([values[name] for _, _, values in records])
     with warnings.catch_warnings():  # images of different sizes are fine here
         warnings.simplefilter("ignore", UserWarning)
-        cols = Decoder(wanted).decode(batch)
-    images = list(cols[name])
-    indices = [batch.where(r)[1] for r in range(len(batch))]
-    labels = list(cols[args.label]) if args.label else None
+        images = list(image.finish(blobs, name=name, where=lambda row: records[row][:2]))
+    indices = [index for _, index, _ in records]
+    labels = [values[args.label] for _, _, values in records] if args.label else None
     write_sheet(contact_sheet(images, indices, labels), args.output)
     width, height, columns = sheet_size(len(images))
     if args.json:
@@ -498,27 +483,43 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _first_records(
+    paths: list[str], spec: Any, n: int, compression: str | None
+) -> list[tuple[str, int, dict[str, Any]]]:
+    """The first n records of TFRecord files, decoded with spec, as (path, index in that
+    file, {name: value}). Each file is opened as a Dataset of its own, so a row's index is
+    its place in the pass, without counting the files before it. Damage after the first
+    record ends the list there (what was read is shown); damage before it raises."""
+    from ..data.opener import open as open_dataset
+
+    records: list[tuple[str, int, dict[str, Any]]] = []
+    try:
+        for path in expand_paths(paths):
+            if len(records) == n:
+                break
+            ds = open_dataset(path, spec, compression=compression)
+            spec = ds.spec  # a spec file read once
+            rows = ds.batches(1, prefetch=0)
+            try:
+                for index, row in enumerate(itertools.islice(rows, n - len(records))):
+                    records.append((path, index, {k: col[0] for k, col in row.items()}))
+            finally:
+                rows.close()
+    except CorruptRecordError:
+        if not records:
+            raise
+    return records
+
+
 def cmd_head(args: argparse.Namespace) -> int:
-    from ..example.decode import Decoder
     from ..example.infer import infer_spec
-    from ..example.spec import spec_from_json
 
     ds = _array_dataset(args)
     if ds is not None:
         records = [(args.paths[0], i, ds[i]) for i in range(min(args.n, len(ds)))]
     else:
-        if args.spec:
-            with open(args.spec, encoding="utf-8") as f:
-                spec = spec_from_json(f.read())
-        else:
-            spec = infer_spec(args.paths, compression=_compression(args), on_error="warn")
-        reader = RecordReader(args.paths, compression=_compression(args))
-        batch = next(iter(reader.batches(args.n)), None)
-        columns = Decoder(spec).decode(batch) if batch is not None else {}
-        records = []
-        for row in range(len(batch or ())):
-            path, index = batch.where(row)
-            records.append((path, index, {name: col[row] for name, col in columns.items()}))
+        spec = args.spec or infer_spec(args.paths, compression=_compression(args), on_error="warn")
+        records = _first_records(args.paths, spec, args.n, _compression(args))
     if not records:
         print("no records")
         return 0

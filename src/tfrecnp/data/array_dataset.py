@@ -31,8 +31,9 @@ from ..example.padding import feature_names
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, _nbytes
 from .files import RandomAccessError
+from .source import Shuffle, Source
 
-__all__ = ["ArrayDataset", "Table"]
+__all__ = ["ArrayDataset", "Table", "TableSource"]
 
 
 class Table:
@@ -116,56 +117,59 @@ class _Mapped:
 class ArrayDataset(Dataset):
     """Columns of arrays as a Dataset. Made by `tn.open` on an array file or on arrays."""
 
-    def __init__(self, table: Table, spec: Any, *, start: int = 0, stop: int | None = None):
-        super().__init__(spec, start=start, stop=stop)
-        self._table = table
+    source: TableSource
 
-    def _view(self, *, spec: Any = None, start: int | None = None, stop: Any = ...) -> Dataset:
-        return ArrayDataset(
-            self._table,
-            self.spec if spec is None else spec,
-            start=self._start if start is None else start,
-            stop=self._stop if stop is ... else stop,
-        )
+    def __init__(self, source: TableSource, *, start: int = 0, stop: int | None = None):
+        super().__init__(source, start=start, stop=stop)
+
+    def __repr__(self) -> str:
+        names = ", ".join(feature_names(self.spec))
+        return f"Dataset({self.source.table.name}, {format_count(len(self))} records: {names})"
+
+
+class TableSource(Source):
+    """The columns of a Table read with one spec (see `Source` for the contract)."""
+
+    def __init__(self, table: Table, spec: Any):
+        self.table = table
+        self.spec = spec
+
+    def select(self, spec: Any) -> TableSource:
+        return TableSource(self.table, spec)
 
     @property
     def paths(self) -> list[str]:
         """The file (or folder) the arrays come from; [] for arrays in memory."""
-        return [] if self._table.format == "arrays" else [self._table.name]
+        return [] if self.table.format == "arrays" else [self.table.name]
 
-    def _count(self) -> int:
-        return self._table.length
+    def count(self) -> int:
+        return self.table.length
 
     def close(self) -> None:
-        """Close the files kept open (the next read opens them again)."""
-        self._table.close()
-
-    def __repr__(self) -> str:
-        names = ", ".join(feature_names(self.spec))
-        return f"Dataset({self._table.name}, {format_count(len(self))} records: {names})"
+        self.table.close()
 
     def _columns(self) -> dict[str, Any]:
-        columns = self._table.columns
+        columns = self.table.columns
         return {name: columns[name] for name in feature_names(self.spec)}
 
-    def _check_random_access(self, what: str) -> None:
-        if not self._table.seekable:
+    def check_random_access(self, what: str) -> None:
+        if not self.table.seekable:
             raise RandomAccessError(
-                f"{what} reads records by position, but {self._table.name} holds compressed "
+                f"{what} reads records by position, but {self.table.name} holds compressed "
                 "members (np.savez_compressed), which read front to back only; stream it "
                 "with ds.batches(n), or save it uncompressed (np.savez) for random access"
             )
 
     # -- records by position ----------------------------------------------------------------
 
-    def _read_span(self, a: int, b: int) -> Batch:
+    def read_span(self, a: int, b: int) -> Batch:
         return {name: read_span(col, a, b) for name, col in self._columns().items()}
 
-    def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
-        self._check_random_access(what)
+    def read_ids(self, ids: np.ndarray, what: str) -> Batch:
+        self.check_random_access(what)
         return {name: read_rows(col, ids) for name, col in self._columns().items()}
 
-    def _record(self, i: int) -> dict[str, Any]:
+    def read_one(self, i: int) -> dict[str, Any]:
         out = {}
         for name, col in self._columns().items():
             if isinstance(col, np.ndarray) and not col.dtype.hasobject:
@@ -174,14 +178,14 @@ class ArrayDataset(Dataset):
                 out[name] = read_span(col, i, i + 1)[0]
         return out
 
-    def _empty(self) -> Batch:
-        return self._read_span(0, 0)
+    def empty(self) -> Batch:
+        return self.read_span(0, 0)
 
     # -- blocks -----------------------------------------------------------------------------
 
-    def _mean_record_bytes(self) -> float:
+    def mean_record_bytes(self, start: int, stop: int | None) -> float:
         columns = self._columns()
-        n = max(1, self._table.length)
+        n = max(1, self.table.length)
         return float(sum(_row_bytes(col, n) for col in columns.values())) or 1.0
 
     def _chunk_rows(self) -> int:
@@ -193,20 +197,23 @@ class ArrayDataset(Dataset):
                 rows = max(rows, int(chunks[0]))
         return rows
 
-    def _source_blocks(
+    def blocks(
         self,
+        start: int,
+        stop: int | None,
         block: int,
-        shuffle: bool | int,
-        rng: np.random.Generator,
-        threads: int | None,
+        shuffle: Shuffle,
+        *,
+        threads: int | None = None,
         ahead: int = 0,
     ) -> Iterator[Block]:
-        start, stop = self._range()
-        if shuffle is True:
+        start, stop = self.span(start, stop)
+        rng = shuffle.rng()
+        if shuffle.kind == "all":
             order = start + rng.permutation(stop - start)
             for a in range(0, len(order), block):
                 ids = np.sort(order[a : a + block])
-                picked = self._read_ids(ids, "batches(shuffle=True)")
+                picked = self.read_ids(ids, "batches(shuffle=True)")
                 place = rng.permutation(len(ids))  # sorted reads, then a random order
                 yield Block({n: _take(c, place) for n, c in picked.items()}, len(ids))
             return
@@ -214,11 +221,12 @@ class ArrayDataset(Dataset):
         if chunk > 1:
             block = max(chunk, round(block / chunk) * chunk)
         starts = list(range(start, stop, block))
-        if shuffle and self._table.seekable:
+        pool = shuffle.kind == "buffer"
+        if pool and self.table.seekable:
             starts = [starts[i] for i in rng.permutation(len(starts))]
         blocks = (self._span_block(a, min(stop, a + block)) for a in starts)
-        if shuffle:
-            yield from shuffle_blocks(blocks, int(shuffle), rng, batches)
+        if pool:
+            yield from shuffle_blocks(blocks, shuffle.size, rng, batches)
         else:
             yield from blocks
 
@@ -229,15 +237,15 @@ class ArrayDataset(Dataset):
             release = page_releaser(col)
             if release is not None:
                 release(a, b)
-        name = self._table.name
+        name = self.table.name
         return Block(cols, b - a, where=lambda r: (name, a + r))
 
-    def estimate_nbytes(self) -> tuple[int, int]:
+    def estimate_nbytes(self, start: int, stop: int | None) -> tuple[int, int]:
         """(bytes of to_numpy's result, 0): from the arrays' shapes, and for variable-length
         columns from their stored sizes."""
-        n = len(self)
-        total = self._table.length
-        est = sum(_row_bytes(col, total) * n for col in self._columns().values())
+        a, b = self.span(start, stop)
+        total = self.table.length
+        est = sum(_row_bytes(col, total) * (b - a) for col in self._columns().values())
         return int(est), 0
 
 
@@ -275,7 +283,7 @@ def open_array_dataset(
         columns = source if isinstance(source, Mapping) else {"x": source}
         columns = {str(n): _as_column(n, c) for n, c in columns.items()}
         table = Table(f"<{len(columns)} array{'s' * (len(columns) != 1)}>", columns=columns)
-    ds = ArrayDataset(table, table.spec)
+    ds = ArrayDataset(TableSource(table, table.spec))
     if spec is not None:
         names = feature_names(spec)
         missing = [n for n in names if n not in feature_names(table.spec)]

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from .._core import framing
+from .._util.sizing import records_per_batch
 from .._util.spares import Spares
 from ..example.columns import BytesColumn, Column, concat_columns, slice_column, take_column
 from ..format.reader import PooledBatch, RecordBatch
@@ -56,9 +57,7 @@ class Block:
 def block_records(batch_size: int, mean_record_bytes: float) -> int:
     """Records per block: about BLOCK_BYTES of payload, within BLOCK_RECORDS, rounded to a
     whole number of batches (at least one)."""
-    lo, hi = BLOCK_RECORDS
-    target = min(hi, max(lo, BLOCK_BYTES / max(mean_record_bytes, 1.0)))
-    return batch_size * max(1, round(target / batch_size))
+    return records_per_batch(BLOCK_BYTES, mean_record_bytes, BLOCK_RECORDS, multiple=batch_size)
 
 
 def concat_blocks(blocks: list[Block]) -> Block:
@@ -203,7 +202,11 @@ def shuffle_records(
     records leaving are handed out where the pool holds them (PooledBatch), not copied
     together: for big records, whose decoding copies each once anyway."""
     blocks = (
-        Block({"": BytesColumn._trusted(b.data, b.offsets)}, len(b), where=b.locator())
+        Block(
+            {"": BytesColumn.from_offsets(b.data, b.offsets, validate=False)},
+            len(b),
+            where=b.locator(),
+        )
         for b in batches
     )
     if not pooled:
@@ -305,7 +308,7 @@ def _gather_bytes(
     size = int(out_offsets[-1])
     data = spares.empty(size) if spares is not None else np.empty(size, np.uint8)
     framing.gather_parts(parts, which, starts, lengths, data, out_offsets[place])
-    return BytesColumn._trusted(data, out_offsets)
+    return BytesColumn.from_offsets(data, out_offsets, validate=False)
 
 
 def _spans(

@@ -1,7 +1,7 @@
 """A dataset opened like a dict of NumPy columns: `tn.open(...) -> Dataset`.
 
 A Dataset is a view of a range of records of one source, read with one spec. The source is
-TFRecord files (`RecordDataset`, in `record_dataset`) or arrays (`ArrayDataset`, in
+TFRecord files (`RecordSource`, in `record_dataset`) or arrays (`TableSource`, in
 `array_dataset`: .npy, .npz, HDF5, Zarr, what `save` wrote, or arrays in memory); this
 class holds everything that does not depend on which:
 
@@ -17,10 +17,12 @@ class holds everything that does not depend on which:
   object with ``spec`` and ``batches``); ``len`` and ``[i]`` make it a map-style dataset
   for PyTorch's DataLoader and a data source for grain.
 
-A source provides: ``_count``, ``_view``, ``_read_span`` / ``_read_ids`` (records by
-position, as a batch), ``_source_blocks`` (blocks in file order or shuffled; with
-``_makes_ahead`` when it runs them ahead in threads of its own), ``_mean_record_bytes``,
-``estimate_nbytes`` and ``_empty``.
+A source provides what depends on where records live, declared once in
+`tfrecnp.data.source.Source` (count, reads by position, blocks in file order / permuted /
+through a pool, sizes, empty batch, paths, corruptions, close) and checked for every source
+by one test suite (``tests/source_contract.py``). A Dataset holds its source (``ds.source``)
+and a range of it; ``shuffle=`` becomes one `Shuffle` value here, in `batches`, and reaches
+the source as it is.
 """
 
 from __future__ import annotations
@@ -47,7 +49,9 @@ from ..example.decode import dense_when_uniform
 from ..example.image import Image
 from ..example.padding import feature_names, padder
 from ..example.spec import Sequence
+from ..format.frames import OVERHEAD_BYTES
 from .blocks import Block, block_records, serve
+from .source import IN_ORDER, Shuffle, Source
 
 __all__ = ["Dataset", "Record", "Records"]
 
@@ -58,92 +62,51 @@ class Dataset:
     """Records of one source (TFRecord files or arrays) read with one spec. Made by
     `tn.open`; see the module docstring for what it does."""
 
-    def __init__(self, spec: Any, *, start: int = 0, stop: int | None = None):
-        self.spec = spec
+    def __init__(self, source: Source, *, start: int = 0, stop: int | None = None):
+        self.source = source
+        self.spec = source.spec
         self._start = start
         self._stop = stop
 
-    # -- what a source provides -----------------------------------------------------------------
-
-    def _count(self) -> int:
-        """Records in the whole source."""
-        raise NotImplementedError
-
     def _view(self, *, spec: Any = None, start: int | None = None, stop: Any = ...) -> Dataset:
-        raise NotImplementedError
-
-    def _read_span(self, a: int, b: int) -> Batch:
-        """Records a..b (global numbers) as one block's columns."""
-        raise NotImplementedError
-
-    def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
-        """The records at these global numbers, in this order."""
-        raise NotImplementedError
-
-    def _record(self, i: int) -> dict[str, Any]:
-        """Record i (a global number) as {name: value}."""
-        cols = self._read_span(i, i + 1)
-        return {name: col[0] for name, col in cols.items()}
-
-    def _source_blocks(
-        self,
-        block: int,
-        shuffle: bool | int,
-        rng: np.random.Generator,
-        threads: int | None,
-        ahead: int = 0,
-    ) -> Iterator[Block]:
-        """Blocks of `block` records (the last may be short) in file order, a permutation
-        (shuffle=True) or drawn through a buffer (shuffle=N). ahead: how many blocks may be
-        made ahead of the caller (0: none), in background threads; a source may read ahead
-        in a thread of its own. See _makes_ahead."""
-        raise NotImplementedError
-
-    def _makes_ahead(self, shuffle: bool | int) -> bool:
-        """Whether _source_blocks makes its blocks in threads of its own when it may
-        (ahead > 0), so that _blocks need not put a thread between it and the caller."""
-        return False
-
-    def _mean_record_bytes(self) -> float:
-        raise NotImplementedError
+        """The same kind of Dataset over another range, or with fewer features."""
+        return type(self)(
+            self.source if spec is None else self.source.select(spec),
+            start=self._start if start is None else start,
+            stop=self._stop if stop is ... else stop,
+        )
 
     def _whole(self) -> bool:
         """True when this view covers every record."""
-        return self._start == 0 and self._stop is None
+        return self.source.whole(self._start, self._stop)
 
-    def _progress_totals(self) -> tuple[int | None, int | None]:
-        """(records, bytes) that a pass over this view reads, where known cheaply."""
-        return len(self), None
-
-    def _check_random_access(self, what: str) -> None:
-        """Raise when this source cannot read records by position."""
-
-    def _empty(self) -> Batch:
-        raise NotImplementedError
+    def _mean_record_bytes(self) -> float:
+        return self.source.mean_record_bytes(self._start, self._stop)
 
     def estimate_nbytes(self) -> tuple[int, int]:
-        raise NotImplementedError
+        """(estimated bytes of to_numpy's result, records decoded to estimate it)."""
+        return self.source.estimate_nbytes(self._start, self._stop)
 
     @property
     def paths(self) -> list[str]:
         """The files, in reading order."""
-        return []
+        return self.source.paths
 
     @property
     def corruptions(self) -> list[CorruptRecordError]:
         """Damage skipped so far with on_error="skip" / "warn"."""
-        return []
+        return self.source.corruptions
 
     def close(self) -> None:
-        """Close the file handles kept for reads (the next read reopens them)."""
+        """Close the file handles kept for reads (the next read reopens them). A Dataset
+        pickles without them, and after a fork reopens its own."""
+        self.source.close()
 
     # -- views ------------------------------------------------------------------------------
 
     def _range(self) -> tuple[int, int]:
         """(start, stop) as global record numbers."""
-        count = self._count()
-        stop = count if self._stop is None else min(self._stop, count)
-        return min(self._start, stop), stop
+        return self.source.span(self._start, self._stop)
 
     def __len__(self) -> int:
         start, stop = self._range()
@@ -202,20 +165,20 @@ class Dataset:
                 f"ds[{index!r}]: index records by number, slice or list; for one feature "
                 f"use ds.select([{index!r}])"
             )
-        self._check_random_access("ds[...]")
+        self.source.check_random_access("ds[...]")
         if isinstance(index, (int, np.integer)):
             n = len(self)
             i = int(index)
             if not -n <= i < n:
                 raise IndexError(f"record {i} out of range for a dataset of {n} records")
-            return self._record(self._start + i % n)
+            return self.source.read_one(self._start + i % n)
         if isinstance(index, slice):
             start, stop = self._range()
             a, b, step = index.indices(stop - start)
             if step == 1:
-                return self._as_batch(self._read_span(start + a, start + max(a, b)))
+                return self._as_batch(self.source.read_span(start + a, start + max(a, b)))
             ids = start + np.arange(a, b, step, dtype=np.int64)
-            return self._as_batch(self._read_ids(ids, "ds[a:b:step]"))
+            return self._as_batch(self.source.read_ids(ids, "ds[a:b:step]"))
         idx = np.asarray(index)
         n = len(self)
         if idx.dtype == bool:
@@ -233,7 +196,7 @@ class Dataset:
             bad = int(idx[(idx < -n) | (idx >= n)][0])
             raise IndexError(f"record {bad} out of range for a dataset of {n} records")
         idx = np.where(idx < 0, idx + n, idx)
-        return self._as_batch(self._read_ids(self._start + idx, "ds[[...]]"))
+        return self._as_batch(self.source.read_ids(self._start + idx, "ds[[...]]"))
 
     def _as_batch(self, cols: Batch) -> Batch:
         """A block as a user's batch: tn.Raw columns of one size per record dense."""
@@ -256,29 +219,23 @@ class Dataset:
         cols = ahead.serve(self, idx)
         return Records(self[idx] if cols is None else cols)
 
-    def _may_read_ahead(self) -> bool:
-        """Whether records not asked for may be read ahead: not where reading one may
-        note or warn about damage (the user would hear of records they never asked for)."""
-        return True
-
     # -- blocks and batches ----------------------------------------------------------------------
 
     def _blocks(
         self,
         block: int,
         *,
-        shuffle: bool | int = False,
-        seed: int | None = None,
+        shuffle: Shuffle = IN_ORDER,
         threads: int | None = None,
         prefetch: int = 2,
         then: Callable[..., Batch] | None = None,
     ) -> Iterator[Block]:
         """Blocks of `block` records (the last may be short), read, shuffled and finished by
         `then` in background threads, `prefetch` blocks ahead (0: in the caller's thread)."""
-        rng = np.random.default_rng(seed)
+        source, start, stop = self.source, self._start, self._stop
 
         def produce() -> Iterator[Block]:
-            blocks = self._source_blocks(block, shuffle, rng, threads, prefetch)
+            blocks = source.blocks(start, stop, block, shuffle, threads=threads, ahead=prefetch)
             try:
                 for b in blocks:
                     yield b if then is None else Block(then(b.cols, b.where), b.n, b.nbytes)
@@ -287,7 +244,7 @@ class Dataset:
                 if close is not None:
                     close()
 
-        if not prefetch or (then is None and self._makes_ahead(shuffle)):
+        if not prefetch or (then is None and source.makes_ahead(start, stop, shuffle)):
             return produce()  # in this thread, or the source's own run ahead
         return run_ahead(produce(), prefetch)
 
@@ -330,15 +287,11 @@ class Dataset:
         does), unless truncate=True cuts it.
         """
         _check_batch_size(batch_size)
-        if not isinstance(shuffle, (bool, int, np.integer)) or (
-            not isinstance(shuffle, bool) and shuffle < 0
-        ):
-            raise ValueError(f"shuffle must be False, True or a buffer size >= 0, not {shuffle!r}")
+        order = Shuffle.of(shuffle, seed)
         if prefetch < 0:
             raise ValueError(f"prefetch must be >= 0, not {prefetch}")
-        if shuffle is True:
-            self._check_random_access("batches(shuffle=True)")
-        shuffle = shuffle if isinstance(shuffle, bool) else int(shuffle)
+        if order.kind == "all":
+            self.source.check_random_access("batches(shuffle=True)")
         pad_rows, per_block = padder(self.spec, pad, truncate=truncate)
         batch_size = int(batch_size)
         steps = [f for f in (None if per_block else pad_rows, dense_when_uniform(self.spec)) if f]
@@ -352,8 +305,7 @@ class Dataset:
             block = block_records(batch_size, self._mean_record_bytes())
             blocks = self._blocks(
                 block,
-                shuffle=shuffle,
-                seed=seed,
+                shuffle=order,
                 threads=threads,
                 prefetch=prefetch,
                 then=pad_rows if per_block else None,
@@ -428,7 +380,7 @@ class Dataset:
                     parts.setdefault(name, []).append(col)
             row += k
         if row == 0 and not out and not parts:
-            return self._empty()
+            return self.source.empty()
         result = {}
         for name in self._column_order(out, parts):
             if name in out:
@@ -461,7 +413,7 @@ class Dataset:
         fmt = output_format(out, format)
         if batch_size is not None:
             _check_batch_size(batch_size)
-        total, size = self._progress_totals()
+        total, size = self.source.progress_totals(self._start, self._stop)
         sink = ArraySink(fs.resolve(out, storage_options), fmt, spec=self.spec, overwrite=overwrite)
         bar = Progress(f"saving {os.fspath(out)}", total=total, total_bytes=size, enabled=progress)
         with naming_write_errors(out):
@@ -469,9 +421,9 @@ class Dataset:
                 block = int(batch_size or block_records(1, self._mean_record_bytes()))
                 for b in self._blocks(block):
                     sink.write(b.cols)
-                    bar.update(b.n, b.nbytes + 16 * b.n)  # frames, as the files' sizes count
-                if not sink.records and not sink._leaves:
-                    sink.write(self._empty())
+                    bar.update(b.n, b.nbytes + OVERHEAD_BYTES * b.n)  # as files count
+                if not sink.has_columns:
+                    sink.write(self.source.empty())
                 path = sink.close()
             except BaseException:
                 sink.abort()
@@ -603,7 +555,7 @@ class ReadAhead:
         if got is not None and got[0] == n:
             _, row, cols = got
             return {name: slice_column(col, row, row + n) for name, col in cols.items()}
-        if last is None or last[1] != n or a - last[0] < n or not ds._may_read_ahead():
+        if last is None or last[1] != n or a - last[0] < n or not ds.source.may_read_ahead():
             return None
         size, stride = len(ds), a - last[0]
         if a + n > size:

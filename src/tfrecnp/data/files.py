@@ -34,7 +34,9 @@ from .._core import framing
 from .._util import fs
 from .._util.spares import Spares
 from .._util.text import format_count
-from ..errors import SALVAGE_HINT, CorruptRecordError, TFRecordError
+from ..errors import SALVAGE_HINT, CorruptRecordError, RandomAccessError
+from ..format.damage import DamagePolicy
+from ..format.frames import OVERHEAD_BYTES, length_crc_mismatch
 from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
 
 LOC_BITS = 40  # a record's location: file number << LOC_BITS | record number in the file
@@ -44,26 +46,22 @@ OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at mo
 REMOTE_SLACK = 32 << 20  # bytes a remote read by position may read beyond 3x what it needs
 
 
-class RandomAccessError(TFRecordError, ValueError):
-    """Reading records by position needs uncompressed files."""
-
-
 # --- the index of all files ---------------------------------------------------------------
 
 
 class Files:
     """The files of a dataset, their compression, and (built on first need) the index of
-    every record: frame offsets and payload lengths, per file and as global arrays."""
+    every record: frame offsets and payload lengths, per file and as global arrays. damage:
+    the on_error policy that every read of these files reports to."""
 
     def __init__(self, paths: list[str], compression: str | None, verify_crc: bool, on_error):
         self.paths = paths
         self.compression = compression
         self.verify_crc = verify_crc
-        self.on_error = on_error
+        self.damage = DamagePolicy(on_error)
         self.kinds = _compressions(paths, compression)
         self.seekable = all(k is None for k in self.kinds)
         self.remote = any(fs.is_url(p) for p in paths)
-        self.corruptions: list[CorruptRecordError] = []
         self._indexed = False
         self._file_index: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(paths)
         self._fresh()
@@ -151,12 +149,10 @@ class Files:
 
     def _scan(self, f: int) -> tuple[np.ndarray, np.ndarray]:
         path, kind = self.paths[f], self.kinds[f]
-        if self.on_error == "raise":
+        if self.damage.raises:  # a sidecar may stand in for the scan
             index = scan_file(path, compression=kind)
         else:
-            reader = RecordReader(path, compression=kind, on_error=self.on_error)
-            index = next(reader.indexes())
-            self.corruptions += reader.corruptions  # under the lock of file_index
+            index = next(RecordReader(path, compression=kind, damage=self.damage).indexes())
         return index.offsets, index.lengths
 
     def index(self) -> Files:
@@ -203,14 +199,14 @@ class Files:
         offset = int(known[0][record]) if known is not None and record < len(known[0]) else -1
         return self.paths[f], record, offset
 
-    def note(self, error: CorruptRecordError) -> bool:
-        """List skipped damage once per place; False if it was listed already."""
-        key = (error.path, error.record, error.offset)
-        with self._lock:
-            if any((e.path, e.record, e.offset) == key for e in self.corruptions):
-                return False
-            self.corruptions.append(error)
-            return True
+    @property
+    def on_error(self) -> str:
+        return self.damage.on_error
+
+    @property
+    def corruptions(self) -> list[CorruptRecordError]:
+        """Damage skipped so far, each place once."""
+        return self.damage.corruptions
 
     def require_seek(self, what: str) -> None:
         if self.seekable:
@@ -327,9 +323,7 @@ def check_frames(files: Files, frames: Frames) -> None:
     k = int(wrong[0]) if len(wrong) else got
     path, record, offset = files.where(int(frames.locs[min(k, n - 1)]))
     if status == framing.BAD_LENGTH_CRC and k == got:
-        stored = int.from_bytes(frames.buf[pos + 8 : pos + 12].tobytes(), "little")
-        computed = framing.mask_crc(framing.crc32c(frames.buf[pos : pos + 8]))
-        reason = f"length CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})"
+        reason = length_crc_mismatch(frames.buf, pos)
     else:
         found = int(lengths[k]) if k < got else -1
         reason = (
@@ -354,7 +348,7 @@ def _read_frames(files: Files, f: int, a: int, b: int, view: memoryview) -> np.n
     view. The frames are adjacent unless on_error="skip" / "warn" indexed around damaged
     bytes; those are never read (nor walked into by check_frames)."""
     off, ln = files.file_index(f)
-    offsets, sizes = off[a:b], ln[a:b] + 16
+    offsets, sizes = off[a:b], ln[a:b] + OVERHEAD_BYTES
     starts = np.zeros(len(sizes) + 1, np.int64)
     np.cumsum(sizes, out=starts[1:])
     gaps = np.flatnonzero(offsets[:-1] + sizes[:-1] != offsets[1:]) + 1
@@ -387,7 +381,7 @@ def read_runs(files: Files, f: int, parts: list[memoryview], offsets: list[int])
 def read_span(files: Files, f: int, a: int, b: int) -> Frames:
     """Records a..b (numbers within file f), their frames laid back to back."""
     _, ln = files.file_index(f)
-    buf = files.spares.empty(int(ln[a:b].sum()) + 16 * (b - a))
+    buf = files.spares.empty(int(ln[a:b].sum()) + OVERHEAD_BYTES * (b - a))
     starts = _read_frames(files, f, a, b, memoryview(buf))
     locs = (f << LOC_BITS) + np.arange(a, b, dtype=np.int64)
     frames = Frames(buf, starts[:-1], ln[a:b].copy(), locs)
@@ -406,7 +400,8 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
         empty = np.empty(0, np.int64)
         return Frames(np.empty(0, np.uint8), empty, empty, empty)
     which = files.locate(uniq)
-    gap = files.offsets[uniq[1:]] - (files.offsets[uniq[:-1]] + files.lengths[uniq[:-1]] + 16)
+    ends = files.offsets[uniq[:-1]] + files.lengths[uniq[:-1]] + OVERHEAD_BYTES
+    gap = files.offsets[uniq[1:]] - ends
     same = which[1:] == which[:-1]
     if files.remote:
         first, count = _runs(uniq, _cheap_joins(gap, same, files.lengths[uniq].sum()))
@@ -415,7 +410,7 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
         if files.lengths[_ranges(first, count)].sum() > 2 * files.lengths[uniq].sum() + (1 << 20):
             first, count = _runs(uniq, same & (gap == 0))  # sparse: read only what was asked
     every = _ranges(first, count)
-    sizes = files.lengths[every] + 16
+    sizes = files.lengths[every] + OVERHEAD_BYTES
     buf = files.spares.empty(int(sizes.sum()))
     view = memoryview(buf)
     starts = np.zeros(len(every) + 1, np.int64)
@@ -439,7 +434,7 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
                 a = int(first[r] - files.firsts[f])
                 _read_frames(files, f, a, a + int(count[r]), view[bounds[r] : bounds[r + 1]])
         done = end
-    whole = Frames(buf, starts[:-1], sizes - 16, files.locs(every))
+    whole = Frames(buf, starts[:-1], sizes - OVERHEAD_BYTES, files.locs(every))
     check_frames(files, whole)
     pick = np.searchsorted(every, uniq)[inverse]
     return Frames(buf, whole.starts[pick], whole.lengths[pick], whole.locs[pick])
@@ -452,7 +447,7 @@ def read_one(files: Files, g: int) -> np.ndarray | None:
     names the damage."""
     f = bisect.bisect_right(files.first_list, g) - 1
     offset, length = int(files.offsets[g]), int(files.lengths[g])
-    buf = np.empty(length + 16, np.uint8)
+    buf = np.empty(length + OVERHEAD_BYTES, np.uint8)
     if files.remote or _PREADV is None:
         read_runs(files, f, [memoryview(buf)], [offset])
     else:

@@ -5,14 +5,13 @@ that only the last one is short."""
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Iterator
 
 import numpy as np
 
 from .._core import framing
-from .._util.text import format_count
-from ..errors import SALVAGE_HINT, CorruptRecordError, CorruptRecordWarning
+from ..errors import SALVAGE_HINT, CorruptRecordError
+from ..format.frames import OVERHEAD_BYTES, payload_crc_mismatch
 from ..format.reader import RecordBatch
 from .files import Files, Frames, LocatedBatch, read_span
 
@@ -74,26 +73,13 @@ def gather(files: Files, parts: list[tuple[Frames, np.ndarray | None]]) -> Recor
 
 
 def damaged(files: Files, frames: Frames, k: int) -> None:
-    start = int(frames.starts[k])
-    length = int(frames.lengths[k])
-    buf = frames.buf
-    stored = int.from_bytes(buf[start + 12 + length : start + 16 + length].tobytes(), "little")
-    computed = framing.mask_crc(framing.crc32c(buf[start + 12 : start + 12 + length]))
-    reason = f"payload CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})"
+    """Report frame k, whose payload CRC failed, to the files' damage policy: it raises, or
+    the gather steps over the frame."""
+    start, length = int(frames.starts[k]), int(frames.lengths[k])
+    reason = payload_crc_mismatch(frames.buf, start, length)
     path, record, offset = files.where(int(frames.locs[k]))
     error = CorruptRecordError(reason, path=path, record=record, offset=offset, hint=SALVAGE_HINT)
-    if files.on_error == "raise":
-        raise error
-    error.skipped = length + 16
-    if not files.note(error):
-        return  # reported when this record was read before
-    if files.on_error == "warn":
-        warnings.warn(
-            f"{reason} at {path} record {record} (byte {format_count(offset)}); skipped "
-            f"{format_count(length + 16)} bytes",
-            CorruptRecordWarning,
-            stacklevel=3,
-        )
+    files.damage.report(error, length + OVERHEAD_BYTES, stacklevel=3)
 
 
 def rebatch(parts: Iterable[RecordBatch], batch_size: int) -> Iterator[RecordBatch]:

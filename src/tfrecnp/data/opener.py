@@ -15,11 +15,12 @@ from ..arrays.sources import array_format
 from ..example.columns import BytesColumn, Ragged
 from ..example.infer import infer_spec
 from ..example.spec import as_spec, spec_from_json
+from ..format.damage import check_on_error
 from ..format.paths import Paths, expand_paths
 from .array_dataset import open_array_dataset
 from .dataset import Dataset
 from .files import Files
-from .record_dataset import RecordDataset
+from .record_dataset import RecordDataset, RecordSource
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
 
@@ -52,8 +53,7 @@ def open(
     (listed in ds.corruptions) instead of raising. TFRecord paths may be URLs of any
     fsspec filesystem (s3://, gs://, memory://, ...), with storage_options passed to it.
     """
-    if on_error not in ("raise", "skip", "warn"):
-        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
+    check_on_error(on_error)
     if isinstance(paths, (np.ndarray, Mapping, Ragged, BytesColumn)):
         return open_array_dataset(paths, key=key, spec=spec)
     copy = fetch_remote_arrays(paths, storage_options)
@@ -68,7 +68,7 @@ def open(
     files = Files(expand_paths(paths, storage_options), compression, verify_crc, on_error)
     if spec is None:
         spec = infer_spec(files.paths, compression=compression, on_error=on_error)
-    return RecordDataset(files, _load_spec(spec))
+    return RecordDataset(RecordSource(files, _load_spec(spec)))
 
 
 def _load_spec(spec: Any) -> Any:

@@ -9,14 +9,16 @@ from typing import Any
 
 import numpy as np
 
+from .._util.sizing import records_per_batch
+from .._util.threads import CPUS, executor
 from ..example.columns import concat_columns
-from ..example.decode import CPUS, Batch, Decoder, dense_when_uniform, executor
+from ..example.decode import Batch, Decoder, dense_when_uniform
 from ..example.infer import infer_spec
 from ..example.spec import Spec
 from ..format.paths import Paths, expand_paths
-from ..format.reader import RecordBatch, RecordReader
+from ..format.reader import RecordBatch, RecordReader, mean_frame_bytes
 
-BATCH_BYTES = 4 << 20  # a batch of about this many payload bytes decodes in cache ...
+BATCH_BYTES = 4 << 20  # a batch of about this many bytes decodes in cache ...
 BATCH_RECORDS = (64, 4096)  # ... within these many records
 
 
@@ -55,14 +57,12 @@ def read(
 
 
 def batch_size(paths: Paths, *, compression: str | None = "auto") -> int:
-    """Records per batch for these files: about BATCH_BYTES of payload (judged from the
-    first records), so small records batch by thousands and big tensors by tens."""
-    # damage is the reading's to report, under its own on_error
-    sample = next(RecordReader(paths, compression=compression, on_error="skip").batches(64), None)
-    if sample is None or len(sample) == 0:
+    """Records per batch for these files: about BATCH_BYTES (judged from the first
+    records), so small records batch by thousands and big tensors by tens."""
+    mean = mean_frame_bytes(paths, compression=compression)
+    if mean is None:
         return BATCH_RECORDS[1]
-    mean = max(1.0, len(sample.data) / len(sample))
-    return int(min(max(BATCH_BYTES / mean, BATCH_RECORDS[0]), BATCH_RECORDS[1]))
+    return records_per_batch(BATCH_BYTES, mean, BATCH_RECORDS)
 
 
 def _pipelined(batches: Iterable[RecordBatch], fn: Callable[[RecordBatch], Batch]):

@@ -16,8 +16,6 @@ and errors name the file, the record's number in it and its byte offset.
 
 from __future__ import annotations
 
-import itertools
-import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,108 +23,61 @@ import numpy as np
 
 from .._util import fs
 from .._util.text import format_count
-from .._util.threads import ordered_map, run_ahead
-from ..errors import CorruptRecordError, CorruptRecordWarning
-from ..example.decode import CPUS, Decoder
+from .._util.threads import CPUS, ordered_map, run_ahead
+from ..errors import CorruptRecordError
+from ..example.decode import Decoder
 from ..example.image import ImageDecodeError
 from ..example.padding import feature_names
-from ..format.reader import FrameBatch, Payloads, PooledBatch, RecordBatch, RecordReader
+from ..format.frames import FOOTER_BYTES, HEADER_BYTES, OVERHEAD_BYTES
+from ..format.reader import (
+    FrameBatch,
+    Payloads,
+    PooledBatch,
+    RecordBatch,
+    RecordReader,
+    mean_frame_bytes,
+)
 from .blocks import Block, shuffle_records
 from .dataset import Batch, Dataset, _nbytes
 from .files import LOC_BITS, Files, read_one, read_rows, read_span
 from .gather import concat_batches, gather, gather_range, rebatch, slice_batch
+from .source import Shuffle, Source
 
-__all__ = ["RecordDataset"]
+__all__ = ["RecordDataset", "RecordSource"]
 
 SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size ...
 SAMPLE_BYTES = 32 << 20  # ... or fewer, to stay within about this many payload bytes
 SHUFFLE_READ_BLOCKS = 16  # shuffle=True reads this many blocks' records at once, in file order
 CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
-# With prefetch, the next block is read in a thread of its own while the last one decodes.
-# Where reading weighs about as much as decoding (shuffled: the pool's gather, positioned
-# reads; records of BIG_RECORD_BYTES and more: copies and CRCs of tensors, images),
-# decoding leaves that thread a core; else decoding takes them all. A shuffle pool draws on
-# the lighter side: in the reading thread for small records, in the decoding one for big.
-# Measured against reading inline: 64x64 float32 tensors 1.5-1.9x faster at batch 32 and
-# 1024 (with all cores decoding, 1.0x); small records shuffle=10_000 1.3-1.6x, shuffle=True
-# 1.4x. The pool on the other side: 16 KiB tensors 0.5-0.85x, small records 0.65-0.75x.
-# For big records the pool hands its rows out where it holds them (PooledBatch): decoding
-# copies each into its column anyway. 16 KiB tensors, shuffle=10_000: 1.11x at batch 32,
-# 1.13-1.2x at batch 1024.
-# Small records in file order are read and decoded by a crew of CREW threads instead: each
-# takes the next block in turn (reading is one thread's at a time) and decodes it whole,
-# with CPUS // CREW threads of its own, so one reads while the other decodes, and both
-# decode while reading waits. Against a reading thread feeding a decoding thread that split
-# each block over every core (batches of 1024, every column touched, 2 cores): numeric
-# 1.02-1.2x, tokens 1.12-1.16x (batch 32: 1.02-1.04x, 1.05-1.16x); the crew for the other
-# cases: 16 KiB tensors 0.86-0.99x, shuffled small records 0.85-0.94x. The crew hands its
-# blocks straight to the caller (_makes_ahead): without a prefetch thread between, another
-# 1.15x at batch 1024 (1.0-1.05x at 32). Big records of uncompressed files already indexed
-# are read by position, each crew member its own block, so the kernel's copies (the pace:
-# 69 ms of a 72 ms pass over 16 KiB tensors) run on both cores: 1.1-1.2x at batch 32 and 1024.
-# Unshuffled, big records stay in the frames they were read into (FrameBatch) and their
-# payload CRCs are checked in the decoding thread, which has time for it: 16 KiB tensors
-# 1.1-1.25x faster than copied out with their CRCs checked while reading (batch 32 and
-# 1024); small records 0.88-0.95x (the copy is cheap, and checks three at a time).
-CREW = 2
-BIG_RECORD_BYTES = 4 << 10
+# The measurements behind the next two: benchmarks/CONSTANTS.md, under their names.
+CREW = 2  # small records in file order: two threads, each reading then decoding a block
+BIG_RECORD_BYTES = 4 << 10  # from here copies and CRCs weigh as much as decoding
 
 
 class RecordDataset(Dataset):
     """Records of TFRecord files, decoded with one spec. Made by `tn.open`."""
 
-    def __init__(self, files: Files, spec: Any, *, start: int = 0, stop: int | None = None):
-        super().__init__(spec, start=start, stop=stop)
-        self._files = files
-        self._decoder: Decoder | None = None
-        self._mean: float | None = None  # bytes per frame (see _mean_record_bytes)
+    source: RecordSource
 
-    def _view(self, *, spec: Any = None, start: int | None = None, stop: Any = ...) -> Dataset:
-        ds = RecordDataset(
-            self._files,
-            self.spec if spec is None else spec,
-            start=self._start if start is None else start,
-            stop=self._stop if stop is ... else stop,
-        )
-        if spec is None:
-            ds._decoder = self._decoder
-        return ds
+    def __init__(self, source: RecordSource, *, start: int = 0, stop: int | None = None):
+        super().__init__(source, start=start, stop=stop)
 
     @property
-    def paths(self) -> list[str]:
-        """The files, in reading order."""
-        return list(self._files.paths)
-
-    @property
-    def corruptions(self) -> list[CorruptRecordError]:
-        """Damage skipped so far with on_error="skip" / "warn"."""
-        return self._files.corruptions
+    def _files(self) -> Files:
+        return self.source.files
 
     @property
     def decoder(self) -> Decoder:
-        if self._decoder is None:
-            self._decoder = Decoder(self.spec)
-        return self._decoder
+        return self.source.decoder
 
-    def _count(self) -> int:
-        return self._files.count
-
-    def close(self) -> None:
-        """Close the file handles kept for reads by position (the next read reopens them).
-        A Dataset pickles without them, and after a fork reopens its own."""
-        self._files.close()
+    def _by_position(self) -> bool:
+        return self.source.by_position()
 
     def __repr__(self) -> str:
-        files = self._files
+        files = self.source.files
         n = f"{format_count(len(self))} records" if files.indexed else "records not yet counted"
         names = ", ".join(feature_names(self.spec))
         return f"Dataset({len(files.paths)} file{'s' * (len(files.paths) != 1)}, {n}: {names})"
-
-    def _progress_totals(self) -> tuple[int | None, int | None]:
-        files = self._files
-        total = len(self) if files.indexed or not self._whole() else None
-        size = sum(fs.size(p) for p in files.paths) if files.seekable else None
-        return total, size
 
     def to_ray(self, **options: Any) -> Any:
         """A ray.data.Dataset of these records: tfrecnp.ray.read of the files with this
@@ -139,7 +90,7 @@ class RecordDataset(Dataset):
             )
         from ..adapters.ray import read
 
-        files = self._files
+        files = self.source.files
         return read(
             files.paths,
             self.spec,
@@ -149,11 +100,58 @@ class RecordDataset(Dataset):
             **options,
         )
 
-    def _check_random_access(self, what: str) -> None:
-        self._files.require_seek(what)
 
-    def _may_read_ahead(self) -> bool:
-        return self._files.on_error == "raise"
+class RecordSource(Source):
+    """TFRecord files read with one spec (see `Source` for the contract)."""
+
+    def __init__(self, files: Files, spec: Any):
+        self.files = files
+        self.spec = spec
+        self._decoder: Decoder | None = None
+        self._means: dict[tuple[int, int | None], float] = {}  # see mean_record_bytes
+
+    def select(self, spec: Any) -> RecordSource:
+        return RecordSource(self.files, spec)
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self.files.paths)
+
+    @property
+    def compressions(self) -> list[str | None]:
+        """Each file's compression ("GZIP", "ZLIB" or None), as detected when opened."""
+        return list(self.files.kinds)
+
+    @property
+    def corruptions(self) -> list[CorruptRecordError]:
+        return self.files.corruptions
+
+    @property
+    def decoder(self) -> Decoder:
+        if self._decoder is None:
+            self._decoder = Decoder(self.spec)
+        return self._decoder
+
+    def count(self) -> int:
+        return self.files.count
+
+    def close(self) -> None:
+        self.files.close()
+
+    def progress_totals(self, start: int, stop: int | None) -> tuple[int | None, int | None]:
+        files = self.files
+        total = None
+        if files.indexed or not self.whole(start, stop):
+            a, b = self.span(start, stop)
+            total = b - a
+        size = sum(fs.size(p) for p in files.paths) if files.seekable else None
+        return total, size
+
+    def check_random_access(self, what: str) -> None:
+        self.files.require_seek(what)
+
+    def may_read_ahead(self) -> bool:
+        return self.files.damage.raises
 
     # -- records by position ----------------------------------------------------------------
 
@@ -167,7 +165,7 @@ class RecordDataset(Dataset):
             try:
                 return self.decoder.decode(batch, threads=threads), batch
             except ImageDecodeError as error:
-                if self._files.on_error == "raise" or not error.rows:
+                if self.files.damage.raises or not error.rows:
                     raise
                 batch = self._drop_images(batch, error)
 
@@ -178,12 +176,7 @@ class RecordDataset(Dataset):
             path, record = batch.where(row)
             reason = error.reasons.get(row, error.reason)
             noted = ImageDecodeError(reason, path=path, record=record, hint=error.hint)
-            if self._files.note(noted) and self._files.on_error == "warn":
-                warnings.warn(
-                    f"{reason} at {path} record {record}; skipped the record",
-                    CorruptRecordWarning,
-                    stacklevel=4,
-                )
+            self.files.damage.report(noted, stacklevel=4)  # the record is dropped whole
         keep, start = [], 0
         for row in [*error.rows, len(batch)]:
             if row > start:
@@ -193,63 +186,66 @@ class RecordDataset(Dataset):
             return slice_batch(batch, 0, 0)
         return keep[0] if len(keep) == 1 else concat_batches(keep)
 
-    def _record(self, i: int) -> dict[str, Any]:
-        frame = read_one(self._files, i)
+    def read_one(self, i: int) -> dict[str, Any]:
+        frame = read_one(self.files, i)
         if frame is not None:
-            record = self.decoder.decode_one(frame, 12, len(frame) - 4)
+            record = self.decoder.decode_one(frame, HEADER_BYTES, len(frame) - FOOTER_BYTES)
             if record is not None:
                 return record
         # the long way, for what the short one refuses: errors naming the damage, images
-        cols = self._read_ids(np.array([i], np.int64), "ds[i]")
+        cols = self.read_ids(np.array([i], np.int64), "ds[i]")
         if not len(next(iter(cols.values()), ())):
             raise IndexError(
-                f"record {i} was skipped (on_error={self._files.on_error!r}): it is damaged "
+                f"record {i} was skipped (on_error={self.files.on_error!r}): it is damaged "
                 "or its image does not decode; ds.corruptions says which"
             )
         return {name: col[0] for name, col in cols.items()}
 
-    def _read_span(self, a: int, b: int) -> Batch:
-        self._files.require_seek(f"ds[{a}:{b}]")
-        return self._decode(gather_range(self._files, a, b))
+    def read_span(self, a: int, b: int) -> Batch:
+        self.files.require_seek(f"ds[{a}:{b}]")
+        return self._decode(gather_range(self.files, a, b))
 
-    def _read_ids(self, ids: np.ndarray, what: str) -> Batch:
-        self._files.require_seek(what)
-        self._files.index()
-        return self._decode(gather(self._files, [(read_rows(self._files, ids), None)]))
+    def read_ids(self, ids: np.ndarray, what: str) -> Batch:
+        self.files.require_seek(what)
+        self.files.index()
+        return self._decode(gather(self.files, [(read_rows(self.files, ids), None)]))
 
     # -- blocks -----------------------------------------------------------------------------
 
-    def _source_blocks(
+    def blocks(
         self,
+        start: int,
+        stop: int | None,
         block: int,
-        shuffle: bool | int,
-        rng: np.random.Generator,
-        threads: int | None,
+        shuffle: Shuffle,
+        *,
+        threads: int | None = None,
         ahead: int = 0,
     ) -> Iterator[Block]:
-        big = self._mean_record_bytes() >= BIG_RECORD_BYTES
-        crew = bool(ahead) and self._makes_ahead(shuffle)  # see CREW
+        big = self.mean_record_bytes(start, stop) >= BIG_RECORD_BYTES
+        crew = bool(ahead) and self.makes_ahead(start, stop, shuffle)  # see CREW
         positioned = crew and big  # each crew member reads its own block, by position
-        if shuffle is True:
-            raw = self._global_shuffle(block, rng)
-        elif shuffle:
-            raw = self._interleaved(block, rng)
+        rng = shuffle.rng()
+        if shuffle.kind == "all":
+            raw = self._global_shuffle(start, stop, block, rng)
+        elif shuffle.kind == "buffer":
+            raw = self._interleaved(start, stop, block, rng)
         elif positioned:
-            raw = self._spans(block)
+            raw = self._spans(start, stop, block)
         else:  # big records are decoded where they were read, in their frames
-            raw = self._stream_batches(block, framed=big)
-        pool = shuffle is not True and bool(shuffle)  # shuffle payloads, then decode
-        spares = self._files.spares
+            raw = self._stream_batches(start, stop, block, framed=big)
+        pool = shuffle.kind == "buffer"  # shuffle payloads, then decode
+        spares = self.files.spares
         stages: list[Iterator] = [raw]
         if pool and not big:  # the pool draws in the reading thread: decoding weighs more
-            stages.append(shuffle_records(stages[-1], int(shuffle), rng, block, spares))
+            stages.append(shuffle_records(stages[-1], shuffle.size, rng, block, spares))
         if ahead and not crew:  # the next block is read while this one decodes
             stages.append(run_ahead(stages[-1], 1))
             if threads is None:
                 threads = max(1, CPUS - 1)  # reading is busy: decoding takes the other cores
         if pool and big:  # the pool draws in this thread (reading big records weighs more)
             # and hands rows out where it holds them: their decoding copies each anyway
-            pooled = shuffle_records(stages[-1], int(shuffle), rng, block, spares, pooled=True)
+            pooled = shuffle_records(stages[-1], shuffle.size, rng, block, spares, pooled=True)
             stages.append(pooled)
 
         def decode(r: Payloads) -> tuple[Block | None, CorruptRecordError | None]:
@@ -279,40 +275,42 @@ class RecordDataset(Dataset):
                 if close is not None:
                     close()
 
-    def _makes_ahead(self, shuffle: bool | int) -> bool:
+    def makes_ahead(self, start: int, stop: int | None, shuffle: Shuffle) -> bool:
         """The crew: small records in file order, and big ones read by position."""
-        return not shuffle and (self._mean_record_bytes() < BIG_RECORD_BYTES or self._by_position())
+        if shuffle.kind != "none":
+            return False
+        return self.mean_record_bytes(start, stop) < BIG_RECORD_BYTES or self.by_position()
 
-    def _by_position(self) -> bool:
+    def by_position(self) -> bool:
         """Whether blocks may be read by position, each in the thread that decodes it:
         uncompressed files already indexed, damage raising (skipping it needs the
         stream's resynchronising walk)."""
-        files = self._files
-        return files.seekable and files.indexed and files.on_error == "raise"
+        files = self.files
+        return files.seekable and files.indexed and files.damage.raises
 
-    def _spans(self, block: int) -> Iterator[tuple[int, int, int]]:
+    def _spans(self, start: int, stop: int | None, block: int) -> Iterator[tuple[int, int, int]]:
         """(file, first, stop) record numbers within each file, a block at a time (a
         file's last block may be short)."""
-        for f, a, b in self._file_pieces():
+        for f, a, b in self._file_pieces(start, stop):
             for x in range(a, b, block):
                 yield f, x, min(b, x + block)
 
     def _frames_at(self, f: int, a: int, b: int) -> FrameBatch:
         """Records a..b of file f, read by position and left in their frames (their
         headers checked against the index; payload CRCs left to FrameBatch.verify)."""
-        files = self._files
+        files = self.files
         frames = read_span(files, f, a, b)
-        starts = frames.starts + 12
+        starts = frames.starts + HEADER_BYTES
         origins = ((0, files.paths[f], a),)
         offset = int(files.file_index(f)[0][a])
         return FrameBatch(
             frames.buf, starts, starts + frames.lengths, origins, offset, not files.verify_crc
         )
 
-    def _file_pieces(self) -> list[tuple[int, int, int]]:
+    def _file_pieces(self, start: int, stop: int | None) -> list[tuple[int, int, int]]:
         """(file, first, last) record numbers within each file for this view's range."""
-        files = self._files.index()
-        start, stop = self._range()
+        files = self.files.index()
+        start, stop = self.span(start, stop)
         out = []
         for f in range(len(files.paths)):
             lo, hi = int(files.firsts[f]), int(files.firsts[f + 1])
@@ -321,39 +319,37 @@ class RecordDataset(Dataset):
                 out.append((f, a - lo, b - lo))
         return out
 
-    def _stream_batches(self, batch_size: int, framed: bool = False) -> Iterator[Payloads]:
+    def _stream_batches(
+        self, start: int, stop: int | None, batch_size: int, framed: bool = False
+    ) -> Iterator[Payloads]:
         """Sequential batches of payloads (any compression), exactly batch_size records
         except the last. framed: a whole pass leaves records in their frames (decoded
         there, without a copy), and a file's last batch may be short."""
-        files = self._files
-        if self._whole():  # a pass over everything needs no index: stream the files
+        files = self.files
+        if self.whole(start, stop):  # a pass over everything needs no index: stream
             reader = RecordReader(
                 files.paths,
                 compression=files.compression,
                 verify_crc=files.verify_crc,
-                on_error=files.on_error,
+                damage=files.damage,
                 spares=files.spares,
             )
-            try:
-                if framed:
-                    yield from reader.frame_batches(batch_size, defer_crc=True)
-                else:
-                    yield from reader.batches(batch_size)
-            finally:
-                for c in reader.corruptions:
-                    files.note(c)
+            if framed:
+                yield from reader.frame_batches(batch_size, defer_crc=True)
+            else:
+                yield from reader.batches(batch_size)
             return
         if files.seekable:
-            start, stop = self._range()
+            start, stop = self.span(start, stop)
             spans = (
-                gather_range(self._files, a, min(stop, a + batch_size))
+                gather_range(self.files, a, min(stop, a + batch_size))
                 for a in range(start, stop, batch_size)
             )
             yield from self._full(spans, batch_size)
             return
         parts = (
             part
-            for piece in self._file_pieces()
+            for piece in self._file_pieces(start, stop)
             for part, _ in self._file_parts(*piece, batch_size)
         )
         yield from rebatch(parts, batch_size)
@@ -362,51 +358,49 @@ class RecordDataset(Dataset):
         self, f: int, a: int, b: int, block: int
     ) -> Iterator[tuple[RecordBatch, np.ndarray]]:
         """Records a..b of compressed file f as (payloads, locations), streamed."""
-        files = self._files
+        files = self.files
         reader = RecordReader(
             files.paths[f],
             compression=files.kinds[f],
             verify_crc=files.verify_crc,
-            on_error=files.on_error,
+            damage=files.damage,
             spares=files.spares,
         )
         seen = 0
-        try:
-            for part in reader.batches(block):
-                size = len(part)
-                lo, hi = max(a - seen, 0), min(b - seen, size)
-                if lo < hi:
-                    piece = part if (lo, hi) == (0, size) else part.slice(lo, hi)
-                    local = np.arange(seen + lo, seen + hi, dtype=np.int64)
-                    yield piece, (f << LOC_BITS) + local
-                seen += size
-                if seen >= b:
-                    break
-        finally:
-            for c in reader.corruptions:
-                files.note(c)
+        for part in reader.batches(block):
+            size = len(part)
+            lo, hi = max(a - seen, 0), min(b - seen, size)
+            if lo < hi:
+                piece = part if (lo, hi) == (0, size) else part.slice(lo, hi)
+                local = np.arange(seen + lo, seen + hi, dtype=np.int64)
+                yield piece, (f << LOC_BITS) + local
+            seen += size
+            if seen >= b:
+                break
 
-    def _global_shuffle(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
+    def _global_shuffle(
+        self, start: int, stop: int | None, block: int, rng: np.random.Generator
+    ) -> Iterator[RecordBatch]:
         """Blocks of a permutation of every record: each block's records are read in file
         order (neighbours in one read) and gathered into the permuted order."""
-        self._files.require_seek("batches(shuffle=True)")
-        start, stop = self._range()
+        self.files.require_seek("batches(shuffle=True)")
+        start, stop = self.span(start, stop)
         order = start + rng.permutation(stop - start)
         reads = block * SHUFFLE_READ_BLOCKS  # a denser pick reads fewer bytes per record
 
         def picked() -> Iterator[RecordBatch]:
             for a in range(0, len(order), reads):
-                frames = read_rows(self._files, order[a : a + reads])
+                frames = read_rows(self.files, order[a : a + reads])
                 for b in range(0, len(frames), block):
                     sel = np.arange(b, min(b + block, len(frames)))
-                    yield gather(self._files, [(frames, sel)])
+                    yield gather(self.files, [(frames, sel)])
 
         yield from self._full(picked(), block)
 
     def _file_records(self, f: int, a: int, b: int | None, chunk: int) -> Iterator[RecordBatch]:
         """Records a..b of file f (b=None: to its end, read as a stream without an index),
         `chunk` records at a time."""
-        files = self._files
+        files = self.files
         if files.kinds[f] is None and b is not None:
             for x in range(a, b, chunk):
                 yield gather(files, [(read_span(files, f, x, min(b, x + chunk)), None)])
@@ -418,16 +412,18 @@ class RecordDataset(Dataset):
         finally:
             parts.close()
 
-    def _interleaved(self, block: int, rng: np.random.Generator) -> Iterator[RecordBatch]:
+    def _interleaved(
+        self, start: int, stop: int | None, block: int, rng: np.random.Generator
+    ) -> Iterator[RecordBatch]:
         """Blocks that each hold a chunk of every file being read (up to CYCLE_FILES at a
         time, the files in a random order), so that a shuffle buffer mixes records across
         files, not only within one."""
-        if self._whole():
+        if self.whole(start, stop):
             pieces: list[tuple[int, int, int | None]] = [
-                (f, 0, None) for f in range(len(self._files.paths))
+                (f, 0, None) for f in range(len(self.files.paths))
             ]
         else:
-            pieces = list(self._file_pieces())
+            pieces = list(self._file_pieces(start, stop))
         pending = [pieces[i] for i in rng.permutation(len(pieces))]
         chunk = max(1, block // min(CYCLE_FILES, len(pending)))  # one file: whole blocks
         active: list[Iterator[RecordBatch]] = []
@@ -457,46 +453,47 @@ class RecordDataset(Dataset):
         """The batches, except that with on_error="skip" / "warn" a batch short of damaged
         records (dropped by gather) is topped up from the next ones: only the last batch
         may be short, so drop_remainder drops no good records."""
-        if self._files.on_error == "raise":
+        if self.files.damage.raises:
             return batches
         return rebatch(batches, batch_size)
 
-    def _mean_record_bytes(self) -> float:
-        """Mean frame size, worked out once: from the index when there is one, else from
-        the first records (a pass asks several times; on an object store each read is a
-        request, and the index of a large dataset is long)."""
-        if self._mean is None:
-            files = self._files
-            if files.indexed or not self._whole():
-                start, stop = self._range()
-                self._mean = float(files.lengths[start:stop].mean()) + 16 if stop > start else 16.0
+    def mean_record_bytes(self, start: int, stop: int | None) -> float:
+        """Mean frame size, worked out once per range: from the index when there is one,
+        else from the first records (a pass asks several times; on an object store each
+        read is a request, and the index of a large dataset is long)."""
+        mean = self._means.get((start, stop))
+        if mean is None:
+            files = self.files
+            if files.indexed or not self.whole(start, stop):
+                a, b = self.span(start, stop)
+                mean = float(files.lengths[a:b].mean()) + OVERHEAD_BYTES if b > a else 0.0
             else:
-                reader = RecordReader(files.paths[0], compression=files.kinds[0], on_error="skip")
-                sizes = [len(r) for r in itertools.islice(reader, 16)]  # one record at a time
-                self._mean = sum(sizes) / len(sizes) + 16 if sizes else 16.0
-        return self._mean
+                mean = mean_frame_bytes(files.paths[0], compression=files.kinds[0]) or 0.0
+            mean = self._means[start, stop] = max(mean, OVERHEAD_BYTES)
+        return mean
 
-    def _empty(self) -> Batch:
+    def empty(self) -> Batch:
         return self._decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))
 
-    def estimate_nbytes(self) -> tuple[int, int]:
+    def estimate_nbytes(self, start: int, stop: int | None) -> tuple[int, int]:
         """(estimated bytes of to_numpy's result, records sampled): exact for fixed-size
         columns; variable ones scaled from a sample of up to 1024 records by payload size."""
-        start, stop = self._range()
+        mean = self.mean_record_bytes(start, stop)
+        start, stop = self.span(start, stop)
         n = stop - start
         if n == 0:
             return 0, 0
-        k = min(n, SAMPLE_RECORDS, max(1, int(SAMPLE_BYTES // self._mean_record_bytes())))
-        if self._files.seekable:
+        k = min(n, SAMPLE_RECORDS, max(1, int(SAMPLE_BYTES // mean)))
+        if self.files.seekable:
             picks = np.unique(np.linspace(start, stop - 1, k).astype(np.int64))
-            sample = gather(self._files, [(read_rows(self._files, picks), None)])
+            sample = gather(self.files, [(read_rows(self.files, picks), None)])
         else:
-            sample = next(iter(self.take(k)._stream_batches(k)), None)
+            sample = next(iter(self._stream_batches(start, start + k, k)), None)
         if sample is None or len(sample) == 0:
             return 0, 0
         cols = self._decode(sample)
         payload = int(sample.offsets[-1])
-        total_payload = int(self._files.lengths[start:stop].sum())
+        total_payload = int(self.files.lengths[start:stop].sum())
         est = 0.0
         for col in cols.values():
             if isinstance(col, np.ndarray) and not col.dtype.hasobject:

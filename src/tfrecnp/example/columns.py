@@ -96,10 +96,28 @@ class BytesColumn:
         self.offsets = _as_offsets(offsets, "offsets", len(data))
 
     @classmethod
-    def _trusted(cls, data: np.ndarray, offsets: np.ndarray) -> BytesColumn:
+    def from_offsets(cls, data: Any, offsets: Any, *, validate: bool = True) -> BytesColumn:
+        """Values cut from data at offsets, as `Ragged.from_row_splits` cuts rows.
+
+        Parameters
+        ----------
+        data : a 1-D uint8 array (or bytes), the values back to back.
+        offsets : n + 1 int64 offsets into data, from 0 to len(data), never decreasing.
+        validate : False takes both as they are, unchecked and unconverted: for callers that
+            built them and so know them sound (decoders, readers), where checking every batch
+            would cost a pass over the offsets.
+        """
+        if validate:
+            return cls(data, offsets)
         self = cls.__new__(cls)
         self.data, self.offsets = data, offsets
         return self
+
+    @classmethod
+    def _trusted(cls, data: np.ndarray, offsets: np.ndarray) -> BytesColumn:
+        """The old spelling of from_offsets(data, offsets, validate=False), kept while
+        callers outside example/ move to it."""
+        return cls.from_offsets(data, offsets, validate=False)
 
     @classmethod
     def from_list(cls, values: Iterable[bytes | str]) -> BytesColumn:
@@ -108,7 +126,9 @@ class BytesColumn:
         lengths = np.fromiter(map(len, items), np.int64, len(items))
         offsets = np.zeros(len(items) + 1, np.int64)
         np.cumsum(lengths, out=offsets[1:])
-        return cls._trusted(np.frombuffer(b"".join(items), np.uint8).copy(), offsets)
+        return cls.from_offsets(
+            np.frombuffer(b"".join(items), np.uint8).copy(), offsets, validate=False
+        )
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -129,7 +149,7 @@ class BytesColumn:
     def rows(self, a: int, b: int) -> BytesColumn:
         """Rows a..b (0 <= a <= b <= len) as a view of the same buffer: no checks, no copy."""
         o = self.offsets
-        return BytesColumn._trusted(self.data[o[a] : o[b]], o[a : b + 1] - o[a])
+        return BytesColumn.from_offsets(self.data[o[a] : o[b]], o[a : b + 1] - o[a], validate=False)
 
     def __getitem__(self, index: Any) -> bytes | BytesColumn:
         n = len(self)
@@ -142,7 +162,9 @@ class BytesColumn:
                 return self.take(np.arange(start, stop, step))
             stop = max(start, stop)
             a, b = self.offsets[start], self.offsets[stop]
-            return BytesColumn._trusted(self.data[a:b], self.offsets[start : stop + 1] - a)
+            return BytesColumn.from_offsets(
+                self.data[a:b], self.offsets[start : stop + 1] - a, validate=False
+            )
         return self.take(_index_array(index, n))
 
     def take(self, indices: Any) -> BytesColumn:
@@ -155,7 +177,7 @@ class BytesColumn:
         np.cumsum(lengths, out=offsets[1:])
         data = np.empty(int(offsets[-1]), np.uint8)
         framing.gather_ranges(np.ascontiguousarray(self.data), starts, lengths, data)
-        return BytesColumn._trusted(data, offsets)
+        return BytesColumn.from_offsets(data, offsets, validate=False)
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.to_list())
@@ -193,7 +215,7 @@ class BytesColumn:
     def concat(cls, columns: Sequence[BytesColumn]) -> BytesColumn:
         """One column holding the values of all the columns, in order."""
         if not columns:
-            return cls._trusted(np.empty(0, np.uint8), np.zeros(1, np.int64))
+            return cls.from_offsets(np.empty(0, np.uint8), np.zeros(1, np.int64), validate=False)
         if len(columns) == 1:
             return columns[0]
         data = np.concatenate([c.data for c in columns])
@@ -201,7 +223,7 @@ class BytesColumn:
         for c in columns:
             parts.append(c.offsets[1:] + base)
             base += int(c.offsets[-1])
-        return cls._trusted(data, np.concatenate(parts))
+        return cls.from_offsets(data, np.concatenate(parts), validate=False)
 
     def __repr__(self) -> str:
         n = len(self)
@@ -232,10 +254,28 @@ class Ragged:
         self.row_splits = _as_offsets(row_splits, "row_splits", len(values))
 
     @classmethod
-    def _trusted(cls, values: Any, row_splits: np.ndarray) -> Ragged:
+    def from_row_splits(cls, values: Any, row_splits: Any, *, validate: bool = True) -> Ragged:
+        """Rows cut from values at row_splits, as tf.RaggedTensor.from_row_splits.
+
+        Parameters
+        ----------
+        values : an ndarray [total, *inner_shape], a BytesColumn, or a Ragged.
+        row_splits : n + 1 int64 offsets into values, from 0 to len(values), never decreasing.
+        validate : False takes both as they are, unchecked and unconverted: for callers that
+            built them and so know them sound (decoders, readers), where checking every batch
+            would cost a pass over the splits.
+        """
+        if validate:
+            return cls(values, row_splits)
         self = cls.__new__(cls)
         self.values, self.row_splits = values, row_splits
         return self
+
+    @classmethod
+    def _trusted(cls, values: Any, row_splits: np.ndarray) -> Ragged:
+        """The old spelling of from_row_splits(values, row_splits, validate=False), kept
+        while callers outside example/ move to it."""
+        return cls.from_row_splits(values, row_splits, validate=False)
 
     @classmethod
     def from_lengths(cls, values: Any, lengths: Any) -> Ragged:
@@ -293,7 +333,9 @@ class Ragged:
         """Rows a..b (0 <= a <= b <= len): a view of the values and rebased row splits."""
         s = self.row_splits
         lo = s[a]
-        return Ragged._trusted(slice_column(self.values, int(lo), int(s[b])), s[a : b + 1] - lo)
+        return Ragged.from_row_splits(
+            slice_column(self.values, int(lo), int(s[b])), s[a : b + 1] - lo, validate=False
+        )
 
     def __getitem__(self, index: Any) -> Any:
         n = len(self)
@@ -307,7 +349,9 @@ class Ragged:
                 return self.take(np.arange(start, stop, step))
             stop = max(start, stop)
             a, b = self.row_splits[start], self.row_splits[stop]
-            return Ragged._trusted(self.values[a:b], self.row_splits[start : stop + 1] - a)
+            return Ragged.from_row_splits(
+                self.values[a:b], self.row_splits[start : stop + 1] - a, validate=False
+            )
         return self.take(_index_array(index, n))
 
     def take(self, indices: Any) -> Ragged:
@@ -325,7 +369,7 @@ class Ragged:
             if not isinstance(self.values, np.ndarray)
             else self.values[picked]
         )
-        return Ragged._trusted(values, splits)
+        return Ragged.from_row_splits(values, splits, validate=False)
 
     def __iter__(self) -> Iterator[Any]:
         for i in range(len(self)):
@@ -404,7 +448,7 @@ class Ragged:
         for c in columns:
             parts.append(c.row_splits[1:] + base)
             base += int(c.row_splits[-1])
-        return cls._trusted(values, np.concatenate(parts))
+        return cls.from_row_splits(values, np.concatenate(parts), validate=False)
 
     def __repr__(self) -> str:
         v = self.values

@@ -21,10 +21,8 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +31,7 @@ import numpy as np
 from .._core import decode as _core
 from .._util.spares import Spares
 from .._util.text import format_count, format_shape
+from .._util.threads import CPUS, executor
 from ..errors import CorruptRecordError, SchemaError
 from ..format.reader import FrameBatch, Payloads, PooledBatch, RecordBatch
 from .columns import BytesColumn, Column, Ragged
@@ -53,6 +52,9 @@ from .spec import Sequence as SequenceSpec
 
 __all__ = ["Decoder", "Survey", "decode", "survey"]
 
+# (CPUS and executor live in _util.threads; they stay importable from here for callers
+# not yet moved)
+
 Batch = dict[str, Column]
 
 CHUNK_MIN_BYTES = 64 << 10  # pieces of a batch decoded by parallel threads hold at least
@@ -65,24 +67,9 @@ MALFORMED_HINT = (
     "intact, the writer produced it this way"
 )
 
-CPUS = os.cpu_count() or 1  # (os.cpu_count() reads /sys on every call)
 _KIND_WORD = {0: "nothing", **KIND_NAMES, 4: "mixed kinds"}
 _WIRE_DTYPE = {KIND_FLOAT: np.dtype(np.float32), KIND_INT64: np.dtype(np.int64)}
 _ONE_ROW = np.zeros((1, _core.ROW_FIELDS), np.int64)  # a batch of one, for _wrap
-_pools: dict[str, ThreadPoolExecutor] = {}
-_pools_lock = threading.Lock()
-
-
-def executor(kind: str = "chunks") -> ThreadPoolExecutor:
-    """Shared thread pools. "chunks" runs leaf tasks only (pieces of one batch, which never
-    wait on other tasks), so callers in any thread, "pipeline" ones included, can wait on
-    it without deadlock."""
-    with _pools_lock:
-        pool = _pools.get(kind)
-        if pool is None:
-            workers = max(CPUS, 2) if kind == "chunks" else 1
-            pool = _pools[kind] = ThreadPoolExecutor(workers, f"tfrecnp-{kind}")
-        return pool
 
 
 def _run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
@@ -266,7 +253,7 @@ class Decoder:
     def _table(self, n: int) -> np.ndarray:
         """The scan's (n, features, ROW_FIELDS) table, in a buffer reused from batch to
         batch once the last decode that used it is done (fresh memory costs a page fault
-        per 4 KiB: a fresh table made the first block of a pass up to 3x slower to scan)."""
+        per 4 KiB; measured: benchmarks/CONSTANTS.md, TABLE_CACHE_RECORDS)."""
         shape = (n, len(self._features), _core.ROW_FIELDS)
         if n > TABLE_CACHE_RECORDS:
             return np.empty(shape, np.int64)
@@ -450,10 +437,10 @@ class Decoder:
         if op in ("raw", "raw_any"):
             return values
         if op in ("raw_var", "seq_raw"):
-            return Ragged._trusted(values, splits)
+            return Ragged.from_row_splits(values, splits, validate=False)
         # reshapes name their row count: reshape(-1, ...) cannot infer it for a zero-size shape
         if offs is not None:
-            col: Any = BytesColumn._trusted(values, offs)
+            col: Any = BytesColumn.from_offsets(values, offs, validate=False)
             if isinstance(spec, FixedLen) and spec.shape != ():
                 n = len(rows) if op == "dense_bytes" else int(splits[-1])
                 col = col.to_numpy().reshape(n, *spec.shape)
@@ -464,14 +451,18 @@ class Decoder:
         if op in ("var", "var_bytes"):
             if op == "var":
                 col = col.reshape(int(splits[-1]), *spec.inner_shape)
-            return Ragged._trusted(col, splits)
+            return Ragged.from_row_splits(col, splits, validate=False)
         if op == "seq":
-            return Ragged._trusted(col.reshape(int(splits[-1]), *spec.shape), splits)
+            return Ragged.from_row_splits(
+                col.reshape(int(splits[-1]), *spec.shape), splits, validate=False
+            )
         if op == "seq_bytes":
-            return Ragged._trusted(col, splits)
+            return Ragged.from_row_splits(col, splits, validate=False)
         if op == "seq_var":
             col = col.reshape(int(inner[-1]), *spec.inner_shape)
-        return Ragged._trusted(Ragged._trusted(col, inner), splits)
+        return Ragged.from_row_splits(
+            Ragged.from_row_splits(col, inner, validate=False), splits, validate=False
+        )
 
     def _cast(self, c: _Compiled, values: np.ndarray, splits, inner, rows, batch) -> np.ndarray:
         """The wire values (float32 / int64) as the spec's dtype; narrowing is checked."""

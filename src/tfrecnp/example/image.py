@@ -5,9 +5,8 @@ decodes every image of the batch straight into one preallocated array. The work 
 thread pool; the decoders release the GIL, so the threads use every core:
 
 - JPEG: simplejpeg (libjpeg-turbo) when installed, decoding into the batch's own buffer;
-  Pillow otherwise, and for CMYK / YCCK JPEGs. Measured on this project's 2-core machine
-  (docs/ARCHITECTURE.md, "Images"): simplejpeg 8 900 / 716 images/s per core at 128x128 /
-  512x512, Pillow 5 200 / 570.
+  Pillow otherwise, and for CMYK / YCCK JPEGs. simplejpeg is the faster (measured:
+  benchmarks/CONSTANTS.md, example.image).
 - PNG (and whatever else Pillow opens, e.g. GIF / BMP): Pillow.
 
 Pixels follow TensorFlow's decoders: `channels` converts like decode_jpeg / decode_png
@@ -29,18 +28,17 @@ from __future__ import annotations
 
 import io
 import itertools
-import os
 import threading
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from .._core import resize as _resize
 from .._util.optional import require
-from ..errors import CorruptRecordError, SchemaError
+from .._util.threads import CPUS, executor
+from ..errors import ImageDecodeError, SchemaError
 from .columns import BytesColumn
 from .spec import KIND_BYTES, Feature, FixedLen, dtype_name, register_feature_type
 
@@ -55,7 +53,6 @@ __all__ = [
 
 RESIZE_METHODS = ("bilinear", "nearest", "area")
 IMAGE_DTYPES = ("uint8", "float32")
-CPUS = os.cpu_count() or 1
 PIECES_PER_THREAD = 4
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # The most pixels one image may claim: Pillow's own decompression-bomb limit (twice its
@@ -67,8 +64,6 @@ CORRUPT_HINT = (
     "re-encode the image, or pass on_error='skip' to drop records whose images do not decode"
 )
 
-_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
 _simplejpeg: Any = None  # the module, False when it is not installed
 
 
@@ -80,18 +75,6 @@ def image_format(data: bytes | memoryview | np.ndarray) -> str | None:
     if head == PNG_MAGIC:
         return "png"
     return None
-
-
-class ImageDecodeError(CorruptRecordError):
-    """Images of a batch that do not decode. rows: the batch rows (first one named in the
-    message), so on_error="skip" can drop them all; feature: the feature's name."""
-
-    def __init__(self, reason: str, *, path: str, record: int, offset: int = -1, hint: str = ""):
-        super().__init__(reason, path=path, record=record, offset=offset, hint=hint)
-        self.args = (f"{reason} at {path} record {record}" + (f"; {hint}" if hint else ""),)
-        self.rows: list[int] = []
-        self.reasons: dict[int, str] = {}
-        self.feature = ""
 
 
 @register_feature_type
@@ -193,14 +176,6 @@ class Image(Feature):
 
 
 # --- decoding a batch ---------------------------------------------------------------------
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(CPUS, thread_name_prefix="tfrecnp-image")
-        return _pool
 
 
 def _sj() -> Any:
@@ -545,7 +520,7 @@ def _run(fn: Callable[[int], Any], n: int, failures: dict[int, _Failure]) -> Non
         piece(0, n)
         return
     bounds = np.linspace(0, n, pieces + 1).astype(int).tolist()
-    futures = [_executor().submit(piece, a, b) for a, b in itertools.pairwise(bounds)]
+    futures = [executor("image").submit(piece, a, b) for a, b in itertools.pairwise(bounds)]
     for f in futures:
         f.result()
 
@@ -694,5 +669,5 @@ def encode_images(images: np.ndarray, fmt: str, *, quality: int = 95) -> list[by
         for i in range(len(images)):
             one(i)
     else:
-        list(_executor().map(one, range(len(images))))
+        list(executor("image").map(one, range(len(images))))
     return out

@@ -1,8 +1,8 @@
 """TFRecord compression: TensorFlow's "GZIP" and "ZLIB" wrap the whole framed stream.
 
-Detection reads the first 12 bytes: a valid frame header means uncompressed; otherwise the
-gzip magic (1f 8b) or a zlib header (CMF/FLG with CM=8 and a checksum divisible by 31)
-names the codec. Streams decompress in bounded memory, a chunk at a time.
+Detection reads the first bytes (a frame header's worth): a valid frame header means
+uncompressed; otherwise the gzip magic (1f 8b) or a zlib header (CMF/FLG with CM=8 and a
+checksum divisible by 31) names the codec. Streams decompress in bounded memory, a chunk at a time.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import io
 import zlib
 from typing import BinaryIO
 
-from .._core import framing
+from .frames import is_frame_header
 
 __all__ = ["COMPRESSIONS", "detect_compression", "normalize_compression"]
 
@@ -34,10 +34,9 @@ def normalize_compression(compression: str | None, *, allow_auto: bool = True) -
 
 
 def detect_compression(head: bytes) -> str | None:
-    """Guess the compression of a file from its first bytes (at least 12 when available)."""
-    if len(head) >= 12 and framing.mask_crc(framing.crc32c(head[:8])) == int.from_bytes(
-        head[8:12], "little"
-    ):
+    """Guess the compression of a file from its first bytes (at least HEADER_BYTES when
+    available)."""
+    if is_frame_header(head):
         return None
     if head[:2] == b"\x1f\x8b":
         return "GZIP"

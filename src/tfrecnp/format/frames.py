@@ -16,6 +16,8 @@ __all__ = [
     "OVERHEAD_BYTES",
     "crc_mismatch",
     "is_frame_header",
+    "length_crc_mismatch",
+    "payload_crc_mismatch",
 ]
 
 LENGTH_BYTES = 8  # the payload length, little-endian uint64
@@ -35,3 +37,19 @@ def crc_mismatch(what: str, stored: int, computed: int) -> str:
     """The reason a damage report gives for a CRC that does not check; what: "length" or
     "payload"."""
     return f"{what} CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})"
+
+
+def length_crc_mismatch(buf, pos: int) -> str:
+    """crc_mismatch for the header of the frame at buf[pos] (bytes, memoryview or uint8
+    array)."""
+    stored = int.from_bytes(bytes(buf[pos + LENGTH_BYTES : pos + HEADER_BYTES]), "little")
+    computed = framing.mask_crc(framing.crc32c(buf[pos : pos + LENGTH_BYTES]))
+    return crc_mismatch("length", stored, computed)
+
+
+def payload_crc_mismatch(buf, pos: int, length: int) -> str:
+    """crc_mismatch for the payload (`length` bytes) of the frame at buf[pos]."""
+    start = pos + HEADER_BYTES
+    stored = int.from_bytes(bytes(buf[start + length : start + length + FOOTER_BYTES]), "little")
+    computed = framing.mask_crc(framing.crc32c(buf[start : start + length]))
+    return crc_mismatch("payload", stored, computed)

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._core import encode, framing
+from .._core import encode
 from .._util import fs
 from .._util.atomic import atomic_output
+from .frames import HEADER_BYTES, LENGTH_BYTES, OVERHEAD_BYTES, is_frame_header
 from .paths import INDEX_SUFFIX, PathLike
 
 
@@ -30,8 +31,8 @@ class RecordIndex:
 
     @property
     def frame_lengths(self) -> np.ndarray:
-        """Whole-frame lengths (payload + 16), as index files store them."""
-        return self.lengths + 16
+        """Whole-frame lengths (payload + OVERHEAD_BYTES), as index files store them."""
+        return self.lengths + OVERHEAD_BYTES
 
 
 def index_path(path: PathLike) -> str:
@@ -74,7 +75,7 @@ def read_index(index_file: PathLike, data_file: PathLike | None = None) -> Recor
     # offsets >= 0: int64 sums wrap, so a tiling that runs past 2^63 could come back
     # negative and end on the file's size
     consistent = bool(
-        np.all(frames >= 16)
+        np.all(frames >= OVERHEAD_BYTES)
         and np.all(offsets >= 0)
         and np.all(offsets[1:] == offsets[:-1] + frames[:-1])
     ) and (len(offsets) == 0 or offsets[0] == 0)
@@ -84,7 +85,7 @@ def read_index(index_file: PathLike, data_file: PathLike | None = None) -> Recor
             return _ignore_index(index_file, path)
     elif not consistent:
         raise ValueError(f"{index_file}: offsets and lengths do not tile a file")
-    return RecordIndex(path, offsets, frames - 16)
+    return RecordIndex(path, offsets, frames - OVERHEAD_BYTES)
 
 
 def _ignore_index(index_file: str, path: str) -> None:
@@ -95,14 +96,14 @@ def _ignore_index(index_file: str, path: str) -> None:
 
 
 def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
-    """Spot-check an index against its file (a few 12-byte reads): the first, middle and last
+    """Spot-check an index against its file (a few header reads): the first, middle and last
     indexed frames must start with a header whose length CRC checks and whose length agrees."""
     with fs.open_read(path, random=True) as f:
         for i in sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else ():
             f.seek(int(offsets[i]))
-            head = f.read(12)
-            if len(head) < 12 or int.from_bytes(head[:8], "little") != frames[i] - 16:
+            head = f.read(HEADER_BYTES)
+            if not is_frame_header(head):
                 return False
-            if framing.mask_crc(framing.crc32c(head[:8])) != int.from_bytes(head[8:], "little"):
+            if int.from_bytes(head[:LENGTH_BYTES], "little") != frames[i] - OVERHEAD_BYTES:
                 return False
     return True

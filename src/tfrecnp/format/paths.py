@@ -8,9 +8,9 @@ import warnings
 import zlib
 from collections.abc import Iterable
 
-from .._core import framing
 from .._util import fs
 from .compression import WBITS, detect_compression
+from .frames import HEADER_BYTES, is_frame_header
 from .sniff import what_is
 
 PathLike = str | os.PathLike
@@ -129,14 +129,12 @@ def _not_records(path: str, look: bool = True) -> str | None:
     head = fs.read_head(path, 1 << 16)
     if not head:
         return None  # an empty shard: a TFRecord file of no records
-    kind = detect_compression(head[:12])
+    kind = detect_compression(head[:HEADER_BYTES])
     if kind is not None:
         try:
-            head = zlib.decompressobj(WBITS[kind]).decompress(head, 12)
+            head = zlib.decompressobj(WBITS[kind]).decompress(head, HEADER_BYTES)
         except zlib.error:
             return f"{kind} data that does not inflate"
-    if len(head) < 12 or framing.mask_crc(framing.crc32c(head[:8])) != int.from_bytes(
-        head[8:12], "little"
-    ):
+    if not is_frame_header(head):
         return "its first bytes are not a TFRecord frame"
     return None

@@ -9,10 +9,11 @@ largest record and four batches (the one being filled and up to three earlier on
 for reuse once the consumer lets them go), never by the file. Payloads go from the read
 buffer straight into their batch, in one pass that also walks headers and checks CRCs.
 
-Damage is reported as `CorruptRecordError` naming file, record index and byte offset. With
-``on_error="skip"`` (or ``"warn"``) the reader resynchronises on the next offset where a
-whole frame checks (length CRC and payload CRC) and records what it skipped in
-``RecordReader.corruptions``.
+Damage is reported as `CorruptRecordError` naming file, record index and byte offset, to
+the reader's `DamagePolicy` (format/damage.py). With ``on_error="skip"`` (or ``"warn"``) the
+reader resynchronises on the next offset where a whole frame checks (length CRC and payload
+CRC) and the policy lists what was skipped (``RecordReader.corruptions``). The frame's
+geometry comes from format/frames.py.
 """
 
 from __future__ import annotations
@@ -21,23 +22,32 @@ import dataclasses
 import functools
 import itertools
 import os
-import warnings
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
 from .._core import framing
 from .._util import fs
+from .._util.sizing import records_per_batch
 from .._util.spares import Spares
 from .._util.text import format_count, format_size
-from ..errors import SALVAGE_HINT, CorruptRecordError, CorruptRecordWarning
+from ..errors import SALVAGE_HINT, CorruptRecordError
 from .compression import DecompressingReader, detect_compression, normalize_compression
+from .damage import DamagePolicy, OnError
+from .frames import (
+    FOOTER_BYTES,
+    HEADER_BYTES,
+    LENGTH_BYTES,
+    OVERHEAD_BYTES,
+    is_frame_header,
+    length_crc_mismatch,
+    payload_crc_mismatch,
+)
 from .index import RecordIndex, index_path, read_index
 from .paths import PathLike, Paths, expand_paths
-from .sniff import is_frame, what_is
+from .sniff import what_is
 
 __all__ = [
     "FrameBatch",
@@ -47,16 +57,17 @@ __all__ = [
     "count_records",
     "file_compression",
     "iter_records",
+    "mean_frame_bytes",
     "scan_file",
 ]
-
-OnError = Literal["raise", "skip", "warn"]
 
 CHUNK_BYTES = 1 << 20  # read-buffer size; grows only to hold one larger record
 STREAM_BYTES = 8 << 20  # batches this large bypass the caches when filled (see gather)
 SEEK_READ_BYTES = 4096  # a header-only scan reads this much after each jump over a payload
 SEEK_GAP = 64 << 10  # ... over payloads this long; shorter ones are read through, in chunks
-ITER_BYTES = 4 << 20  # iterating records reads batches of about this many bytes
+ITER_BYTES = 4 << 20  # iterating records reads batches of about this many bytes ...
+ITER_RECORDS = (1, 1024)  # ... within these many records
+PROBE_RECORDS = 16  # a mean record size is judged from this many first records
 MAX_PLAUSIBLE_LENGTH = 1 << 31  # protobuf messages stop at 2 GiB; past this a length is nonsense
 # The largest record a reader takes by default. Uncompressed files bound a length by the bytes
 # left in the file; a compressed stream cannot, so without a limit a header claiming 2^60
@@ -64,18 +75,12 @@ MAX_PLAUSIBLE_LENGTH = 1 << 31  # protobuf messages stop at 2 GiB; past this a l
 MAX_RECORD_BYTES = 1 << 30
 
 
-def _check_on_error(on_error: str) -> str:
-    if on_error not in ("raise", "skip", "warn"):
-        raise ValueError(f'on_error must be "raise", "skip" or "warn", not {on_error!r}')
-    return on_error
-
-
 def file_compression(path: PathLike, compression: str | None = "auto") -> str | None:
     """The compression of one file: as given, or detected from its first bytes for "auto"."""
     compression = normalize_compression(compression)
     if compression != "auto":
         return compression
-    return detect_compression(fs.read_head(path, 12))
+    return detect_compression(fs.read_head(path, HEADER_BYTES))
 
 
 class _Origins:
@@ -219,10 +224,10 @@ class FrameBatch(_Spans, _Origins):
         a, b = int(self.starts[bad]), int(self.ends[bad])
         path, record = self.where(bad)
         error = CorruptRecordError(
-            _payload_crc_reason(memoryview(self.data), a - 12, b - a),
+            payload_crc_mismatch(memoryview(self.data), a - HEADER_BYTES, b - a),
             path=path,
             record=record,
-            offset=self.offset + a - 12,
+            offset=self.offset + a - HEADER_BYTES,
             hint=SALVAGE_HINT,
         )
         origins = tuple(o for o in self.origins if o[0] < bad)
@@ -320,8 +325,8 @@ class _Stream:
         self.source.close()
 
     def head(self) -> bytes:
-        """The first bytes of the stream still in the buffer (up to 12)."""
-        return bytes(self.view[self.start : min(self.end, self.start + 12)])
+        """The first bytes of the stream still in the buffer (up to a frame header)."""
+        return bytes(self.view[self.start : min(self.end, self.start + HEADER_BYTES)])
 
     def fill(self, need: int, read_size: int | None = None) -> None:
         """Make buf[start:] hold at least `need` bytes, or reach the end of the stream.
@@ -403,6 +408,8 @@ class RecordReader:
     before its bytes are fetched (records within the 1 MiB read buffer are taken as they
     are); raise it for larger records. spares: where batch buffers are lent from and come
     back to (a Dataset passes its own, so that a pass reuses the pages of the last).
+    damage: the DamagePolicy to report to, instead of one made from on_error (a Dataset's
+    readers share its own, so that its list names each damaged place once).
     """
 
     def __init__(
@@ -415,35 +422,36 @@ class RecordReader:
         storage_options: dict | None = None,
         max_record_bytes: int = MAX_RECORD_BYTES,
         spares: Spares | None = None,
+        damage: DamagePolicy | None = None,
     ):
         self.paths = expand_paths(paths, storage_options)
         self.compression = normalize_compression(compression)
         self.verify_crc = verify_crc
-        self.on_error = _check_on_error(on_error)
+        self.damage = damage if damage is not None else DamagePolicy(on_error)
         if max_record_bytes < 0:
             raise ValueError(f"max_record_bytes must be >= 0, not {max_record_bytes}")
         self.max_record_bytes = max_record_bytes
         self.spares = spares
-        self.corruptions: list[CorruptRecordError] = []
+
+    @property
+    def on_error(self) -> str:
+        return self.damage.on_error
+
+    @property
+    def corruptions(self) -> list[CorruptRecordError]:
+        """Damage skipped so far (on_error="skip" / "warn"), each place once."""
+        return self.damage.corruptions
 
     def __iter__(self) -> Iterator[bytes]:
-        for batch in self.batches(self._batch_for(ITER_BYTES)):
+        # sized by the first file's records: large ones must not come a thousand at a time
+        mean = None
+        if self.paths:
+            mean = mean_frame_bytes(
+                self.paths[0], compression=self.compression, max_record_bytes=self.max_record_bytes
+            )
+        size = records_per_batch(ITER_BYTES, mean or OVERHEAD_BYTES, ITER_RECORDS)
+        for batch in self.batches(size):
             yield from batch
-
-    def _batch_for(self, nbytes: int) -> int:
-        """Records per batch so that batches hold about nbytes (up to 1024 records), judged
-        from the first few records: large records must not come 1024 at a time."""
-        if not self.paths:
-            return 1
-        probe = RecordReader(
-            self.paths[0],
-            compression=self.compression,
-            on_error="skip",
-            max_record_bytes=self.max_record_bytes,
-        )
-        sizes = [len(b.data) for b in itertools.islice(probe.batches(1), 8)]
-        mean = sum(sizes) / len(sizes) + 16 if sizes else 16
-        return int(min(1024, max(1, nbytes // mean)))
 
     def batches(self, batch_size: int = 1024) -> Iterator[RecordBatch]:
         """Batches of exactly batch_size records (the last may be short), across files."""
@@ -534,30 +542,23 @@ class RecordReader:
         finally:
             stream.close()
 
-    def _damage(self, reason: str, stream: _Stream, record: int, offset: int) -> None:
+    def _damage(
+        self, reason: str, stream: _Stream, record: int, at: int, skipped: int | None = None
+    ) -> None:
+        """Report damage at stream.buf[at], record `record` of the file: the policy raises,
+        or the walk steps past it, to the next whole frame (resynchronising), or over
+        `skipped` bytes when given (the end of a damaged compressed stream)."""
+        offset = stream.base + at
         hint = SALVAGE_HINT
-        if record == 0 and offset == 0 and not is_frame(stream.head()):
+        if record == 0 and offset == 0 and not is_frame_header(stream.head()):
             what = what_is(stream.path)  # a file of another kind: not damage at all
             if what is not None:
                 reason, hint = "not a TFRecord file", what
         error = CorruptRecordError(
             reason, path=stream.path, record=record, offset=offset, hint=hint
         )
-        if self.on_error == "raise":
-            raise error
-        error.skipped = 0
-        self.corruptions.append(error)
-
-    def _report_skip(self, skipped: int) -> None:
-        error = self.corruptions[-1]
-        error.skipped = skipped
-        if self.on_error == "warn":
-            warnings.warn(
-                f"{error.reason} at {error.path} record {error.record} "
-                f"(byte {format_count(error.offset)}); skipped {format_count(skipped)} bytes",
-                CorruptRecordWarning,
-                stacklevel=4,
-            )
+        step = functools.partial(_resync, stream, at + 1, at) if skipped is None else skipped
+        self.damage.report(error, step, stacklevel=3)
 
 
 def _size_or_zero(path: str) -> int:
@@ -752,7 +753,7 @@ class _FrameBuilder(_Rows):
     def take(self) -> FrameBatch:
         """The batch so far (the builder starts afresh)."""
         s, n = self.stream, self.n
-        stop = int(self.ends[n - 1]) + 4 - s.base
+        stop = int(self.ends[n - 1]) + FOOTER_BYTES - s.base
         first = s.base + s.keep
         data = s.lend(stop)
         starts, ends = self.starts[:n] - first, self.ends[:n] - first
@@ -804,7 +805,7 @@ def _walk_stream(
     # a local header-only walk seeks over payloads; a remote one reads through (a request
     # per seek would cost more than the bytes it saves)
     seek_headers = batch is None and s.compression is None and not s.remote
-    s.fill(12)
+    s.fill(HEADER_BYTES)
     while True:
         if batch is None:
             # header-only: frames are collected into the sink's arrays, no Python per frame
@@ -821,28 +822,24 @@ def _walk_stream(
                 yield batch.take()
             if at >= 0:
                 record += n
-                size = int.from_bytes(s.view[at : at + 8], "little")
-                reason = _payload_crc_reason(s.view, at, size)
-                reader._damage(reason, s, record, s.base + at)
+                size = int.from_bytes(s.view[at : at + LENGTH_BYTES], "little")
+                reader._damage(payload_crc_mismatch(s.view, at, size), s, record, at)
                 record += 1  # its header checked: it was one record, the next is +1
-                _resync(reader, s, at + 1, at)
                 continue
         record += n
         s.start = pos
         if status == framing.LIMIT and pos <= s.end:  # else a header-only walk stepped past
             continue
         if status == framing.BAD_LENGTH_CRC:
-            reason = _length_crc_reason(s.view, pos)
-            reader._damage(reason, s, record, s.base + pos)
-            _resync(reader, s, pos + 1, pos)
+            reader._damage(length_crc_mismatch(s.view, pos), s, record, pos)
             continue
         # NEED_MORE: the frame at pos is not whole in the buffer.
         if seek_headers and s.start >= s.end and s.base + s.start < s.size:
             gap = s.start - s.end
             s.jump(s.base + s.start)
-            s.fill(12, SEEK_READ_BYTES if gap >= SEEK_GAP else CHUNK_BYTES)
+            s.fill(HEADER_BYTES, SEEK_READ_BYTES if gap >= SEEK_GAP else CHUNK_BYTES)
             continue
-        need = 12 if length < 0 else length + 16
+        need = HEADER_BYTES if length < 0 else length + OVERHEAD_BYTES
         left = (s.size - s.base - s.start) if s.size is not None else None
         if length > reader.max_record_bytes and (left is None or need <= left):
             reason = (
@@ -850,31 +847,28 @@ def _walk_stream(
                 f"({format_size(reader.max_record_bytes)}); if records this large are real, "
                 "pass a larger max_record_bytes"
             )
-            reader._damage(reason, s, record, s.base + s.start)
-            _resync(reader, s, s.start + 1, s.start)
+            reader._damage(reason, s, record, s.start)
             continue
         if left is not None and need > left:
             if left == 0:
                 return
-            reader._damage(_short_reason(left, length), s, record, s.base + s.start)
-            _resync(reader, s, s.start + 1, s.start)
+            reader._damage(_short_reason(left, length), s, record, s.start)
             continue
         s.fill(need)
         if s.end - s.start < need:
             left = s.end - s.start
             if s.damage is not None:  # nothing after it can be decoded: end the file here
                 reason = f"compressed stream is damaged ({s.damage})"
-                reader._damage(reason, s, record, s.base + s.start)
-                reader._report_skip(left)
+                reader._damage(reason, s, record, s.start, skipped=left)
                 return
             if left == 0:
                 return
-            reader._damage(_short_reason(left, length), s, record, s.base + s.start)
-            _resync(reader, s, s.start + 1, s.start)
+            reader._damage(_short_reason(left, length), s, record, s.start)
 
 
-def _resync(reader: RecordReader, s: _Stream, pos: int, damaged_at: int) -> None:
-    """Move s.start to the next whole valid frame at or after pos, or to the end."""
+def _resync(s: _Stream, pos: int, damaged_at: int) -> int:
+    """Move s.start to the next whole valid frame at or after pos, or to the end; returns
+    the bytes stepped over from damaged_at."""
     origin = s.base + damaged_at
     while True:
         status, pos = framing.find_frame(s.view[: s.end], pos)
@@ -890,30 +884,20 @@ def _resync(reader: RecordReader, s: _Stream, pos: int, damaged_at: int) -> None
         s.fill(s.end - s.start + CHUNK_BYTES)
         pos = s.start
     s.start = pos
-    reader._report_skip(s.base + pos - origin)
-
-
-def _length_crc_reason(view, pos: int) -> str:
-    stored = int.from_bytes(view[pos + 8 : pos + 12], "little")
-    computed = framing.mask_crc(framing.crc32c(view[pos : pos + 8]))
-    return f"length CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})"
-
-
-def _payload_crc_reason(view, pos: int, length: int) -> str:
-    payload = view[pos + 12 : pos + 12 + length]
-    stored = int.from_bytes(view[pos + 12 + length : pos + 16 + length], "little")
-    computed = framing.mask_crc(framing.crc32c(payload))
-    return f"payload CRC mismatch (stored 0x{stored:08x}, computed 0x{computed:08x})"
+    return s.base + pos - origin
 
 
 def _short_reason(left: int, length: int) -> str:
     if length < 0:
-        return f"truncated: the file ends {format_count(left)} bytes into a 12-byte record header"
-    if length >= MAX_PLAUSIBLE_LENGTH and length + 16 > left:
+        return (
+            f"truncated: the file ends {format_count(left)} bytes into a "
+            f"{HEADER_BYTES}-byte record header"
+        )
+    if length >= MAX_PLAUSIBLE_LENGTH and length + OVERHEAD_BYTES > left:
         return f"length {format_count(length)} exceeds the {format_size(left)} left in the file"
     return (
         f"truncated: the file ends {format_count(left)} bytes into a record of "
-        f"{format_count(length + 16)} bytes"
+        f"{format_count(length + OVERHEAD_BYTES)} bytes"
     )
 
 
@@ -950,3 +934,22 @@ def count_records(
     """Number of records in all the files, from header-only scans (or .idx sidecars)."""
     files = expand_paths(paths, storage_options)
     return sum(len(scan_file(p, compression=compression)) for p in files)
+
+
+def mean_frame_bytes(
+    paths: Paths,
+    *,
+    compression: str | None = "auto",
+    records: int = PROBE_RECORDS,
+    max_record_bytes: int = MAX_RECORD_BYTES,
+) -> float | None:
+    """The mean frame size (payload + OVERHEAD_BYTES) of the first `records` records, or
+    None when there are none: what a reader sizes its batches by before an index says
+    more. Records are read one at a time, so a file of large ones reads no more than
+    needed; damage is skipped, for the reading that follows to report under its own
+    on_error."""
+    probe = RecordReader(
+        paths, compression=compression, on_error="skip", max_record_bytes=max_record_bytes
+    )
+    sizes = [len(b.data) for b in itertools.islice(probe.batches(1), records)]
+    return sum(sizes) / len(sizes) + OVERHEAD_BYTES if sizes else None

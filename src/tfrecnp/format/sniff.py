@@ -9,18 +9,12 @@ import zlib
 from .._core import framing
 from .._util import fs
 from .compression import WBITS, detect_compression
+from .frames import HEADER_BYTES, is_frame_header
 
 NPY_MAGIC = b"\x93NUMPY"
 HDF5_MAGIC = b"\x89HDF\r\n\x1a\n"
 ZIP_MAGIC = b"PK\x03\x04"
 PROBE_BYTES = 64 << 10  # how much of a file is looked at to say what it is
-
-
-def is_frame(head: bytes) -> bool:
-    """Whether head starts with a TFRecord frame header whose length CRC checks."""
-    return len(head) >= 12 and framing.mask_crc(framing.crc32c(head[:8])) == int.from_bytes(
-        head[8:12], "little"
-    )
 
 
 def what_is(path: str) -> str | None:
@@ -34,7 +28,7 @@ def what_is(path: str) -> str | None:
             return "it is a Zarr store: tn.open(path) reads it as a dataset of arrays"
         return "it is a folder"
     head = fs.read_head(path, PROBE_BYTES)
-    if len(head) < 12:
+    if len(head) < HEADER_BYTES:
         # a truncated TFRecord file, unless it is text (a short JSON file): 8 bytes of a
         # header are a little-endian length whose top bytes are zero, so never all text
         return _say_text(head) if len(head) >= 8 else None
@@ -53,13 +47,13 @@ def what_is(path: str) -> str | None:
             "it is an HDF5 file: tn.open(path, key=...) reads it as a dataset of arrays, "
             "tn.convert(path, 'out.tfrecord', key=...) writes TFRecords"
         )
-    kind = detect_compression(head[:12])
+    kind = detect_compression(head[:HEADER_BYTES])
     if kind is not None:
         try:
             inner = zlib.decompressobj(WBITS[kind]).decompress(head, PROBE_BYTES)
         except zlib.error:
             return None  # damage for the reader to report
-        if len(inner) < 12 or is_frame(inner) or _frame_follows(inner):
+        if len(inner) < HEADER_BYTES or is_frame_header(inner) or _frame_follows(inner):
             return None
         return f"it is {kind} data, but what it holds is not TFRecords ({_text_or_hex(inner)})"
     said = _say_text(head)
@@ -68,7 +62,7 @@ def what_is(path: str) -> str | None:
     if _frame_follows(head):
         return None  # a TFRecord file whose first header is damaged
     return (
-        f"its first bytes ({head[:12].hex(' ')}) are not a TFRecord frame, and no frame "
+        f"its first bytes ({head[:HEADER_BYTES].hex(' ')}) are not a TFRecord frame, and no frame "
         f"starts in its first {len(head):,} bytes (raw numbers? np.fromfile(path, dtype) or "
         "np.memmap read them; tn.convert writes TFRecords from a .npy)"
     )
@@ -86,7 +80,7 @@ def _say_text(head: bytes) -> str | None:
 
 def _frame_follows(data: bytes) -> bool:
     """Whether a whole frame (or one that runs past data) starts anywhere after byte 0."""
-    if len(data) < 13:
+    if len(data) <= HEADER_BYTES:
         return False
     status, _ = framing.find_frame(memoryview(data), 1)
     return status != framing.NOT_FOUND
@@ -106,4 +100,4 @@ def _as_text(head: bytes) -> str | None:
 
 def _text_or_hex(data: bytes) -> str:
     text = _as_text(data)
-    return f"text {text[:30]!r}..." if text else f"first bytes {data[:12].hex(' ')}"
+    return f"text {text[:30]!r}..." if text else f"first bytes {data[:HEADER_BYTES].hex(' ')}"

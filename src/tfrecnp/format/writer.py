@@ -20,6 +20,7 @@ from .._util.atomic import (
     require_folder,
 )
 from .compression import CompressingWriter, normalize_compression
+from .frames import OVERHEAD_BYTES
 from .index import index_path
 from .paths import INDEX_SUFFIX, PathLike
 
@@ -235,7 +236,7 @@ class RecordWriter(CloseOrAbort):
         n = len(offsets) - 1
         if n <= 0:
             return
-        size = int(offsets[-1] - offsets[0]) + 16 * n
+        size = int(offsets[-1] - offsets[0]) + OVERHEAD_BYTES * n
         # Take back the buffers already written (raising their errors), waiting for the
         # oldest when none is free.
         while self._inflight and (not self._free or self._inflight[0][0].done()):
@@ -245,7 +246,7 @@ class RecordWriter(CloseOrAbort):
             buf = np.empty(size + size // 4, np.uint8)
         framing.frame_payloads(data, offsets, buf[:size])
         if self._index_file is not None:
-            frames = np.diff(offsets) + 16
+            frames = np.diff(offsets) + OVERHEAD_BYTES
             starts = np.empty(n, np.int64)
             starts[0] = self.position
             np.cumsum(frames[:-1], out=starts[1:])
