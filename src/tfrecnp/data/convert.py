@@ -66,15 +66,29 @@ def convert_arrays(
 
 
 def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
-    """Convert between TFRecord files and arrays, choosing the direction from `src`.
+    """Convert between TFRecord files and arrays, the direction chosen from `src`.
 
-    TFRecord files (a path, glob, directory or list) -> arrays at dst: the same as
-    ``tn.open(src, spec, compression=, verify_crc=, on_error=).select(select).save(dst,
-    format=, progress=, overwrite=, batch_size=)``; returns the output path.
-    An array file (.npy, .npz, HDF5, Zarr, a folder of .npy) -> TFRecord files at dst:
-    `convert_arrays` with its options (feature, key, encoding, compression,
-    records_per_shard, index, progress, verify); returns what it returns.
-    Either side may be a URL of any fsspec filesystem; storage_options go to it.
+    Streams in bounded memory; the output appears only when complete.
+
+    Parameters
+    ----------
+    src : str, os.PathLike or list
+        TFRecord files (a file, glob, directory or list), or an array file (.npy, .npz,
+        HDF5, Zarr, a folder of .npy); local or a URL of any fsspec filesystem.
+    dst : str or os.PathLike
+        Where to write: an array output for TFRecords, TFRecord files for arrays.
+    **options
+        TFRecords -> arrays: those of `tn.open` (spec, compression, verify_crc, on_error,
+        storage_options), `select`, and those of `Dataset.save` (format, progress,
+        overwrite, batch_size): the same as
+        ``tn.open(src, ...).select(select).save(dst, ...)``.
+        Arrays -> TFRecords: those of `convert_arrays` (feature, key, encoding,
+        compression, records_per_shard, index, progress, verify, storage_options).
+
+    Returns
+    -------
+    str or WriteResult
+        The output path (to arrays), or the written files and their spec (to TFRecords).
     """
     if is_array_source(src, options.get("storage_options")):
         return convert_arrays(src, dst, **options)

@@ -260,31 +260,40 @@ class Dataset:
         prefetch: int = 2,
         threads: int | None = None,
     ) -> Iterator[Batch]:
-        """Batches of decoded columns ({name: column}).
+        """Batches of decoded columns, {name: column}, for a training loop.
 
-        Records are read and decoded in blocks of about 4 MiB (a whole number of batches)
-        by a background thread, `prefetch` blocks ahead (0: in the caller's thread); each
-        batch is a view into a decoded block, so small batches cost little more than large
-        ones. With prefetch, TFRecords in file order are read and decoded by a crew of two
-        threads, each a block at a time (small records read in turn; those of 4 KiB and
-        more, such as tensors and images, by position when the files are uncompressed and
-        indexed); else they are read a block ahead in a thread of their own. threads:
-        decoding threads per block (default: the cores, shared by the crew; one less where
-        a reading thread is busy too).
+        Records are read and decoded ahead of the loop, in blocks of thousands; each batch is
+        a view into a block, so small batches cost little more than large ones. Memory is
+        bounded by the block size and `prefetch`, never by the dataset.
 
-        shuffle: False (file order), True (a permutation of all records; uncompressed
-        files; the records of 16 blocks, about 64 MiB, are read at a time in file order,
-        then gathered into the permuted order), or N (records drawn at random through a
-        buffer of N records, fed from up to 8 files in turn; any file; holds up to about
-        twice N records plus two blocks in memory, the pool and blocks it has not yet
-        emptied). Deterministic for a given seed. drop_remainder drops a final
-        batch shorter than batch_size.
-        pad: {"tokens": 128} makes the Ragged column "tokens" a dense [n, 128] array (rows
-        cut or filled with 0) plus a column "tokens_length" holding each row's number of
-        real items (min(len, 128)); {"tokens": (128, -1)} fills with -1; a length of None,
-        or pad=True (every flat Ragged column), pads to the batch's longest row. A row
-        longer than its pad length raises tn.SchemaError naming the record (as TensorFlow
-        does), unless truncate=True cuts it.
+        Parameters
+        ----------
+        batch_size : int
+            Records per batch.
+        shuffle : bool or int
+            False: file order. True: a permutation of all records (uncompressed files).
+            N: records drawn at random through a buffer of N records fed from up to 8 files in
+            turn, as tf.data's `shuffle(N)` (any file; holds up to about twice N records).
+        seed : int, optional
+            Makes the shuffle deterministic.
+        drop_remainder : bool
+            Drop a final batch shorter than batch_size.
+        pad : dict or bool, optional
+            Ragged columns made dense: {"tokens": 128} gives "tokens" as [n, 128] (rows filled
+            with 0) plus "tokens_length" (each row's real length); {"tokens": (128, -1)} fills
+            with -1; a length of None, or pad=True (every flat Ragged column), pads to the
+            batch's longest row.
+        truncate : bool
+            Cut rows longer than their pad length instead of raising tn.SchemaError.
+        prefetch : int
+            Blocks made ahead of the loop; 0 reads in the caller's thread.
+        threads : int, optional
+            Decoding threads; the default uses the machine's cores.
+
+        Yields
+        ------
+        dict
+            {feature: column}: ndarrays, tn.Ragged or tn.BytesColumn (or dense arrays with pad).
         """
         _check_batch_size(batch_size)
         order = Shuffle.of(shuffle, seed)
@@ -445,11 +454,19 @@ class Dataset:
         truncate: bool = False,
         prefetch: int = 2,
     ) -> Any:
-        """A tf.data.Dataset of these records, streamed through `batches` (same options), for
-        `model.fit` or any tf.data pipeline. Its element_spec is exact before a record is
-        read: dense tf.TensorSpec [batch, *shape] (batch known with drop_remainder=True),
-        tf.RaggedTensorSpec for Ragged columns, tf.string for bytes. batch_size=None gives
-        single records. Needs TensorFlow (pip install 'tfrecnp[tf]')."""
+        """A tf.data.Dataset of these records, for `model.fit` or any tf.data pipeline.
+
+        Its element_spec is exact before a record is read: dense tf.TensorSpec [batch, *shape]
+        (batch known with drop_remainder=True), tf.RaggedTensorSpec for Ragged columns,
+        tf.string for bytes. Needs TensorFlow (``pip install 'tfrecnp[tf]'``).
+
+        Parameters
+        ----------
+        batch_size : int, optional
+            Records per batch; None gives single records.
+        shuffle, seed, drop_remainder, pad, truncate, prefetch
+            As in `batches`.
+        """
         from ..adapters.tf import to_tf
 
         if batch_size is not None:
@@ -487,15 +504,23 @@ class Dataset:
         rank: int | None = None,
         world_size: int | None = None,
     ) -> Any:
-        """A torch IterableDataset of batches (dicts of tensors), split across DataLoader
-        workers and ranks so that each record is read exactly once; use it with
-        DataLoader(..., batch_size=None). The rank and world size are, in this order:
-        rank= and world_size= (for JAX multi-host, Horovod, any launcher), the
-        torch.distributed group when initialised here, the RANK and WORLD_SIZE environment
-        variables (torchrun sets them), else one process; `.ranks_from` says which was used
-        ("arguments", "torch.distributed", "environment", "single process"). Ragged columns
-        come as values plus "<name>_offsets" (or padded, with pad=). Call .set_epoch(e) to
-        reshuffle each epoch. Needs PyTorch (pip install 'tfrecnp[torch]')."""
+        """A torch IterableDataset of batches (dicts of tensors), each record read exactly
+        once across DataLoader workers and ranks; use it with ``DataLoader(..., batch_size=None)``.
+
+        Ragged columns come as values plus "<name>_offsets" (or padded, with pad=); call
+        `.set_epoch(e)` to reshuffle each epoch; `.ranks_from` says where the rank came from.
+        Needs PyTorch (``pip install 'tfrecnp[torch]'``).
+
+        Parameters
+        ----------
+        batch_size, shuffle, seed, drop_remainder, pad, truncate, prefetch
+            As in `batches`.
+        rank, world_size : int, optional
+            This process's place in a multi-process job (JAX multi-host, Horovod, any
+            launcher). When not given: the torch.distributed group when initialised here, else
+            the RANK and WORLD_SIZE environment variables (torchrun sets them), else one
+            process.
+        """
         from ..adapters.torch import TorchBatches
 
         _check_batch_size(batch_size)

@@ -37,21 +37,39 @@ def open(
     on_error: str = "raise",
     storage_options: dict | None = None,
 ) -> Dataset:
-    """Open TFRecord files, an array file or arrays as a Dataset (nothing is read until
-    asked for).
+    """Open TFRecord files, an array file or in-memory arrays as a Dataset.
 
-    paths: TFRecord files (a file, a glob, a directory or a list of them); or an array
-    file: .npy (memory-mapped through its header), .npz, HDF5, Zarr, or a folder written by
-    Dataset.save; or an ndarray / np.memmap (one column, "x"), or a dict of columns
-    (ndarrays, memmaps, h5py / Zarr arrays, tn.Ragged, tn.BytesColumn).
-    spec: for TFRecords, a dict of features, a tn.Sequence, TensorFlow feature specs, spec
-    JSON or a spec.json path; None infers one from a sample. For arrays it is taken from
-    the arrays, and a spec given picks features by name. key: the dataset(s) of an HDF5
-    file (a group: every dataset in it), the members of a .npz, the arrays of a Zarr group.
-    compression: "auto" (per file, from its first bytes), None, "GZIP", "ZLIB".
-    verify_crc=False skips payload CRCs. on_error="skip" / "warn" skips damaged records
-    (listed in ds.corruptions) instead of raising. TFRecord paths may be URLs of any
-    fsspec filesystem (s3://, gs://, memory://, ...), with storage_options passed to it.
+    Nothing is read but what the spec needs (a sample when it is inferred); records are
+    read when asked for, by index, slice or `batches`.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike, list, np.ndarray or dict
+        TFRecord files: a file, a glob, a directory or a list of them, local or a URL of
+        any fsspec filesystem (s3://, gs://, memory://). Or an array file: .npy
+        (memory-mapped), .npz, HDF5, Zarr, or a folder written by `Dataset.save`. Or an
+        ndarray / np.memmap (one column, "x"), or a dict of columns (ndarrays, memmaps,
+        h5py / Zarr arrays, tn.Ragged, tn.BytesColumn).
+    spec : dict, tn.Sequence, str or os.PathLike, optional
+        For TFRecords: a dict of features, a tn.Sequence, TensorFlow feature specs, spec
+        JSON or the path of a spec.json. None infers one from a sample of the records.
+        For arrays the spec comes from the arrays; a spec given picks features by name.
+    key : str or list of str, optional
+        Which arrays of an array file: the dataset(s) of an HDF5 file (a group: every
+        dataset in it), the members of a .npz, the arrays of a Zarr group.
+    compression : {"auto", None, "GZIP", "ZLIB"}
+        "auto" detects each file's compression from its first bytes.
+    verify_crc : bool
+        False skips the payload CRCs.
+    on_error : {"raise", "skip", "warn"}
+        A damaged record raises CorruptRecordError, or is skipped (listed in
+        `ds.corruptions`; "warn" also warns).
+    storage_options : dict, optional
+        For URLs: passed to their fsspec filesystem.
+
+    Returns
+    -------
+    Dataset
     """
     check_on_error(on_error)
     if isinstance(paths, (np.ndarray, Mapping, Ragged, BytesColumn)):

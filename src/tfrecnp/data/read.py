@@ -32,14 +32,33 @@ def read(
     storage_options: dict | None = None,
     on_error: str = "raise",
 ) -> Batch:
-    """Every record of the files decoded into one dict of columns.
+    """Every record of TFRecord files decoded into one dict of columns, held in memory.
 
-    spec=None infers the spec from a sample of the records. The next batch is read while
-    the last one decodes (threads: decoding threads, default one less than the cores).
-    The whole result is held in memory; to stream a dataset larger than memory, iterate
-    RecordReader(...).batches() through a Decoder instead. Paths may be URLs of any fsspec
-    filesystem, with storage_options. on_error="skip" / "warn" skips damaged records (in
-    the sample a spec is inferred from too) instead of raising CorruptRecordError.
+    For a dataset larger than memory, stream it instead: ``tn.open(paths).batches(n)``.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or list
+        TFRecord files: a file, a glob, a directory or a list of them, local or a URL of
+        any fsspec filesystem.
+    spec : dict or tn.Sequence, optional
+        The features to decode; None infers one from a sample of the records.
+    compression : {"auto", None, "GZIP", "ZLIB"}
+        "auto" detects each file's compression from its first bytes.
+    verify_crc : bool
+        False skips the payload CRCs.
+    threads : int, optional
+        Decoding threads; the default uses the machine's cores.
+    storage_options : dict, optional
+        For URLs: passed to their fsspec filesystem.
+    on_error : {"raise", "skip", "warn"}
+        A damaged record (in the sample a spec is inferred from too) raises
+        CorruptRecordError, or is skipped ("warn" also warns).
+
+    Returns
+    -------
+    dict
+        {feature: column}: ndarrays, tn.Ragged or tn.BytesColumn, one row per record.
     """
     paths = expand_paths(paths, storage_options)
     if spec is None:

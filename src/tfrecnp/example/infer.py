@@ -279,10 +279,33 @@ def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], S
 def infer_spec(
     paths: Paths, sample: int = 1024, *, compression: str | None = "auto", on_error: str = "raise"
 ) -> Spec:
-    """Propose a spec (dict, or tn.Sequence for SequenceExample records) from up to `sample`
-    records spread across the files. See the module docstring for the rules. on_error:
-    a damaged sampled record raises CorruptRecordError, or is skipped ("skip") or skipped
-    with a CorruptRecordWarning ("warn"), as the reading that follows would treat it."""
+    """Propose a spec for TFRecord files from a sample of their records.
+
+    The rules (which feature becomes FixedLen, VarLen, Raw or tn.Image) are in this
+    module's docstring; `tfrecnp inspect` prints the same proposal with statistics.
+
+    Parameters
+    ----------
+    paths : str, os.PathLike or list
+        TFRecord files: a file, a glob, a directory or a list of them.
+    sample : int
+        Records surveyed at most, spread across the files.
+    compression : {"auto", None, "GZIP", "ZLIB"}
+        "auto" detects each file's compression from its first bytes.
+    on_error : {"raise", "skip", "warn"}
+        A damaged sampled record raises CorruptRecordError, or is skipped ("warn" also
+        warns), as the reading that follows would treat it.
+
+    Returns
+    -------
+    dict or tn.Sequence
+        A dict of features, or a tn.Sequence for SequenceExample records.
+
+    Raises
+    ------
+    SchemaError
+        The files hold no records to infer from.
+    """
     files = expand_paths(paths)
     batch = _sample(files, sample, compression, on_error)
     if not len(batch):

@@ -308,19 +308,43 @@ def write(
 ) -> WriteResult:
     """Write columns as TFRecord files of tf.train.Example, one record per row.
 
-    columns: dict of feature name -> column with one first dimension (np.ndarray, np.memmap,
-    h5py.Dataset, zarr array, tn.Ragged, tn.BytesColumn, list of bytes / str / lists).
-    encoding: None / "list" (float_list / int64_list / bytes_list) or "raw" (each record's
-    array as one bytes value, read back with tn.Raw), for all columns or a dict per column.
-    compression: None, "GZIP" or "ZLIB". records_per_shard: split into shards named
-    ``name-00000-of-00008.tfrecord``. index: write ``.idx`` sidecars (offset length per
-    record). verify: re-read the files and check count, bytes and values before they
-    appear. sequence: names of columns written as feature lists, making each record a
-    tf.train.SequenceExample (the other columns are its context); each is a tn.Ragged of
-    steps per record, as tn.read gives for a tn.Sequence spec. path may be a URL of any
-    fsspec filesystem (s3://, gs://, memory://; storage_options passed to it): shards are
-    uploaded under hidden names and moved into place when complete. Returns (paths, spec);
-    spec reads the files back with tn.read / tn.open.
+    Nothing that looks complete is left on failure: files are written under hidden names
+    and renamed when done (uploaded, for a URL).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output file, or the shards' name stem with records_per_shard; local or a URL
+        of any fsspec filesystem.
+    columns : dict
+        {feature: column}, every column with the same first dimension: np.ndarray,
+        np.memmap, h5py.Dataset, Zarr array, tn.Ragged, tn.BytesColumn, or a list of bytes,
+        str or lists.
+    encoding : {None, "list", "raw", "jpeg", "jpeg:Q", "png"} or dict, optional
+        For every column, or a dict per column. None / "list": float_list / int64_list /
+        bytes_list; "raw": each record's array as one bytes value (read back with tn.Raw);
+        "jpeg" / "png": uint8 [n, h, w, c] images (read back with tn.Image).
+    compression : {None, "GZIP", "ZLIB"}
+    records_per_shard : int, optional
+        Split into shards named ``name-00000-of-00008.tfrecord``.
+    index : bool
+        Also write ``.idx`` sidecars (offset and length of each record).
+    progress : bool
+        Show a progress line on a terminal.
+    verify : bool
+        Re-read the files and check count, bytes and values before they appear.
+    sequence : list of str, optional
+        Columns written as feature lists, making each record a tf.train.SequenceExample
+        whose context is the other columns; each is a tn.Ragged of steps per record, as
+        `tn.read` gives for a tn.Sequence spec.
+    storage_options : dict, optional
+        For a URL: passed to its fsspec filesystem.
+
+    Returns
+    -------
+    WriteResult
+        (paths, spec), plus records and bytes; spec reads the files back with `tn.open` /
+        `tn.read`.
     """
     if isinstance(sequence, str):
         raise TypeError(f"sequence takes a list of column names, not a str ({sequence!r})")
