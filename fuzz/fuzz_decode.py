@@ -25,7 +25,8 @@ with instrumented():
 
     import tfrecnp as tn
     from tfrecnp.errors import SchemaError
-    from tfrecnp.example.decode import Decoder, _as_batch, decode
+    from tfrecnp.example.decode import Decoder, decode
+    from tfrecnp.example.decode_plan import as_batch
     from tfrecnp.example.infer import _survey_stats
 
 TYPED = typed_errors()
@@ -110,7 +111,7 @@ def rows(columns: dict, n: int) -> None:
 def check_inferred(records: list[bytes]) -> None:
     """The spec inferred from records (as tn.infer_spec / tfrecnp inspect propose it) reads
     the records it was inferred from: never a SchemaError."""
-    batch = _as_batch(records)
+    batch = as_batch(records)
     try:
         _, inferred, surveyed = _survey_stats(batch, "<fuzz>")
     except TYPED:

@@ -23,17 +23,18 @@ with instrumented():
 
     import tfrecnp as tn
     from tfrecnp.example import image as image_module
+    from tfrecnp.example import image_codecs
     from tfrecnp.example.columns import BytesColumn
 
 # Pixel caps scaled down from tfrecnp's (Pillow's 179 M) and Pillow's own: the same
 # refusals are reached, but a header just under the cap costs 16 MiB and milliseconds, not
 # 700 MiB and seconds, so the fuzzer keeps its pace.
-image_module.MAX_IMAGE_PIXELS = 1 << 22
+image_codecs.MAX_IMAGE_PIXELS = 1 << 22
 PIL.Image.MAX_IMAGE_PIXELS = 1 << 21
 TYPED = typed_errors()
 SCRATCH = Scratch()
 CHANNELS = (None, 1, 3, 4)
-SIMPLEJPEG = image_module._sj()
+SIMPLEJPEG = image_codecs._sj()
 
 
 def test_one_input(data: bytes) -> None:
@@ -52,7 +53,7 @@ def test_one_input(data: bytes) -> None:
         blobs = [body[:cut], body[cut:]]
     else:
         blobs = [body]
-    image_module._simplejpeg = False if flags & 4 else SIMPLEJPEG
+    image_codecs._simplejpeg = False if flags & 4 else SIMPLEJPEG
     try:
         out = spec.finish(BytesColumn.from_list(blobs), name="img")
     except TYPED as e:
@@ -60,7 +61,7 @@ def test_one_input(data: bytes) -> None:
             assert e.rows and e.feature == "img", (e.rows, e.feature)
         return
     finally:
-        image_module._simplejpeg = SIMPLEJPEG
+        image_codecs._simplejpeg = SIMPLEJPEG
     assert len(out) == len(blobs)
     if out.dtype == object:  # images of differing sizes, without size=
         assert size is None

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tfrecnp as tn
-from tfrecnp.example.decode import Decoder, survey
+from tfrecnp.example.decode import Decoder
+from tfrecnp.example.survey import survey
 
 HINT = (
     "the payload is not a valid tf.train.Example; if `tfrecnp verify` finds its CRCs intact, "

@@ -30,7 +30,7 @@ import pytest
 from PIL import Image as PILImage
 
 import tfrecnp as tn
-from tfrecnp.example import image as image_module
+from tfrecnp.example import image_codecs
 from tfrecnp.example.columns import BytesColumn
 from tfrecnp.example.image import ImageDecodeError, decode_images
 
@@ -122,7 +122,7 @@ def tf_decode(tf, data: bytes, channels: int) -> np.ndarray:
 def jpeg_decoder(request, monkeypatch):
     """Either JPEG path: simplejpeg when installed, Pillow without it."""
     if request.param == "pillow":
-        monkeypatch.setattr(image_module, "_simplejpeg", False)
+        monkeypatch.setattr(image_codecs, "_simplejpeg", False)
     return request.param
 
 

@@ -422,7 +422,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 def cmd_preview(args: argparse.Namespace) -> int:
     from ..example.columns import BytesColumn
-    from ..example.image import Image, image_format
+    from ..example.image import Image
+    from ..example.image_codecs import image_format
     from ..example.infer import infer_spec
     from ..example.spec import Sequence
     from .preview import contact_sheet, sheet_size, write_sheet

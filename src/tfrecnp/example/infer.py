@@ -32,7 +32,7 @@ from .._util.text import format_count
 from ..errors import SchemaError
 from ..format.paths import Paths, expand_paths
 from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
-from .decode import Decoder, Survey, survey
+from .decode import Decoder
 from .spec import (
     KIND_BYTES,
     KIND_DTYPES,
@@ -45,6 +45,7 @@ from .spec import (
     Spec,
     VarLen,
 )
+from .survey import Survey, survey
 
 __all__ = ["FeatureStats", "Inspection", "infer_spec", "inspect"]
 

@@ -25,7 +25,8 @@ from .._util.sizing import records_per_batch
 from ..errors import SchemaError
 from ..format.frames import OVERHEAD_BYTES
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged, check_lengths
-from .image import Image, encode_images
+from .image import Image
+from .image_codecs import encode_images
 from .spec import FixedLen, Raw, VarLen
 from .write_sequence import SequenceColumn
 
