@@ -10,10 +10,10 @@ bench-data/ and reused:
 For each, with the file in the page cache, every case runs in its own subprocess (so peak
 RSS is its own, read from ru_maxrss) and reads the whole file `--runs` times:
 
-- tfrecnp: RecordReader(path).batches(n) + Decoder(spec).decode(batch), the next batch
-  read while the last one decodes (two in flight, as tn.read does); n from
-  tfrecnp.data.read.batch_size (about 4 MiB of payload, at most 4096 records);
-- tfrecnp serial: the same loop without overlap (each batch split over all cores);
+- tfrecnp: tn.read(path, spec), the Dataset's block reader (blocks of about 4 MiB read
+  and decoded ahead of the caller);
+- tfrecnp serial: RecordReader(path).batches(n) + Decoder(spec).decode(batch) in one
+  thread, n from tfrecnp.data.blocks.block_records (each batch split over all cores);
 - TensorFlow: TFRecordDataset(path).batch(1024).map(tf.io.parse_example,
   num_parallel_calls=AUTOTUNE) (+ decode_raw for the raw tensors), .numpy() on every
   tensor -- TensorFlow's best practice.
@@ -28,7 +28,6 @@ under 150 MiB.
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import os
 import resource
@@ -140,19 +139,17 @@ def spec_of(case: str) -> dict:
 
 def run_ours(case: str, path: str, runs: int, pipelined: bool) -> dict:
     import tfrecnp as tn
-    from tfrecnp.data.read import _pipelined, batch_size
+    from tfrecnp.data.blocks import block_records
+    from tfrecnp.format.reader import mean_frame_bytes
 
-    decoder = tn.Decoder(spec_of(case))
-    size = batch_size(path)
-    workers = max(1, (os.cpu_count() or 1) - 1)
+    spec = spec_of(case)
+    decoder = tn.Decoder(spec)
+    size = block_records(1, mean_frame_bytes(path) or 1.0)
 
     def once() -> int:
-        reader = tn.RecordReader(path)
-        batches = reader.batches(size)
-        if pipelined:  # as tn.read does it: this thread reads, the pipeline thread decodes
-            out = _pipelined(batches, functools.partial(decoder.decode, threads=workers))
-        else:
-            out = map(decoder.decode, batches)
+        if pipelined:  # the path users call
+            return len(tn.read(path, spec)["label"])
+        out = map(decoder.decode, tn.RecordReader(path).batches(size))
         return sum(len(cols["label"]) for cols in out)
 
     return timed(once, runs)

@@ -19,12 +19,14 @@ from hypothesis import strategies as st
 
 import tfrecnp as tn
 from tfrecnp.data.read import read
-from tfrecnp.example.decode import Decoder, decode, survey
+from tfrecnp.data.record_dataset import RecordSource
+from tfrecnp.example.decode import Decoder, decode
 from tfrecnp.example.spec import Feature
+from tfrecnp.example.survey import survey
 from tfrecnp.format.reader import PooledBatch
 
 decode_module = importlib.import_module("tfrecnp.example.decode")  # tn.decode: the function
-read_module = importlib.import_module("tfrecnp.data.read")
+blocks_module = importlib.import_module("tfrecnp.data.blocks")
 INT64_EXTREMES = [0, 1, -1, 127, 128, 2**31, -(2**31) - 1, 2**32, 2**62, 2**63 - 1, -(2**63)]
 
 
@@ -630,7 +632,7 @@ def test_read_pipelines_many_chunked_batches_without_deadlock(tmp_path, monkeypa
     # decode splits into chunks run by the chunk pool: neither may wait on the other.
     monkeypatch.setattr(decode_module, "CHUNK_MIN_BYTES", 256)
     monkeypatch.setattr(decode_module, "CHUNK_MIN_RECORDS", 4)
-    monkeypatch.setattr(read_module, "BATCH_RECORDS", (64, 64))
+    monkeypatch.setattr(blocks_module, "BLOCK_RECORDS", (64, 64))  # tn.read's blocks
     path = tmp_path / "many.tfrecord"
     with tn.RecordWriter(path) as w:
         for i in range(2000):
@@ -684,8 +686,13 @@ def test_batch_size_aims_at_a_few_mib(tmp_path):
     with tn.RecordWriter(big) as w:
         for _ in range(3):
             w.write(pw.simple_example({"r": (pw.BYTES, [b"\0" * (1 << 20)])}))
-    assert read_module.batch_size(small) == 4096
-    assert read_module.batch_size(big) == 64
+
+    def block(path):  # tn.read's blocks: the Dataset's, sized from the first records
+        source = RecordSource.of([str(path)], {"x": tn.FixedLen((), "int64")})
+        return blocks_module.block_records(1, source.mean_record_bytes(0, None))
+
+    assert block(small) >= 4096  # small records by thousands ...
+    assert block(big) <= 64  # ... 1 MiB ones by a few
 
 
 def test_decoders_pickle():
@@ -756,3 +763,28 @@ def test_empty_defaults_for_missing_features(tmp_path):
     assert tn.read(path, {"a": tn.FixedLen((), "bytes", default=b"")})["a"].to_list() == [b""] * 3
     got = tn.read(path, {"a": tn.FixedLen((2,), "bytes", default=[b"", b""])})["a"]
     assert got.tolist() == [[b"", b""]] * 3
+
+
+def test_read_is_a_dataset_pass(tmp_path):
+    # tn.read decodes through the Dataset's block reader: the same rows, and the same
+    # damage skipped and listed, as tn.open(...).to_numpy()
+    path = tmp_path / "d.tfrecord"
+    with tn.RecordWriter(path) as w:
+        for i in range(300):
+            w.write(pw.simple_example({"x": (pw.INT64, [i]), "t": (pw.INT64, [i] * (i % 4))}))
+    index = tn.framing.scan_file(path)
+    with open(path, "r+b") as f:  # a payload byte of record 123
+        f.seek(int(index.offsets[123]) + 12)
+        byte = f.read(1)[0]
+        f.seek(-1, 1)
+        f.write(bytes([byte ^ 0xFF]))
+    spec = {"x": tn.FixedLen((), "int64"), "t": tn.VarLen("int64")}
+    with pytest.raises(tn.CorruptRecordError, match="record 123"):
+        read(path, spec)
+    with pytest.warns(UserWarning, match="record 123"):
+        got = read(path, spec, on_error="warn")
+    ds = tn.open(path, spec, on_error="skip")
+    want = ds.to_numpy()
+    assert got["x"].tolist() == want["x"].tolist() == [i for i in range(300) if i != 123]
+    assert got["t"].to_list() == want["t"].to_list()
+    assert [e.record for e in ds.corruptions] == [123]

@@ -178,3 +178,23 @@ def test_inference_skips_a_damaged_sampled_record(ray_local, shards):
     assert sorted(ds.schema().names) == sorted(out.spec)
     labels = np.sort(ds.take_batch(10**9, batch_format="numpy")["label"])
     np.testing.assert_array_equal(labels, np.delete(cols["label"], 1003))
+
+
+def test_split_tasks_skip_the_same_damage_as_a_dataset_pass(ray_local, shards):
+    # a read task reads through the Dataset's block reader: the records kept, and the
+    # record a damage report names, are a local pass's, in a share of a split file too
+    out, _ = shards
+    path = out.paths[1]
+    index = tn.framing.scan_file(path)
+    with open(path, "r+b") as f:  # a payload byte of record 700 of the second shard
+        f.seek(int(index.offsets[700]) + 12 + int(index.lengths[700]) // 2)
+        byte = f.read(1)[0]
+        f.seek(-1, 1)
+        f.write(bytes([byte ^ 0xFF]))
+    with pytest.raises(Exception, match="record 700"):
+        tnray.read(out.paths, out.spec, task_bytes=8000).take_all()
+    ds = tnray.read(out.paths, out.spec, on_error="skip", task_bytes=8000)
+    local = tn.open(out.paths, out.spec, on_error="skip").to_numpy()
+    got = ds.take_batch(10**9, batch_format="numpy")
+    np.testing.assert_array_equal(got["label"], local["label"])
+    assert 1700 not in got["label"].tolist()

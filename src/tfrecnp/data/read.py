@@ -1,25 +1,19 @@
-"""`tn.read`: every record of some files decoded into one dict of columns, the next batch
-read while the last one decodes."""
+"""`tn.read`: every record of some files decoded into one dict of columns, through the
+Dataset's block reader (the same sizing, pipelining and damage handling as a pass)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future
 from typing import Any
 
-import numpy as np
-
-from .._util.sizing import records_per_batch
-from .._util.threads import CPUS, executor
 from ..example.columns import concat_columns
-from ..example.decode import Batch, Decoder, dense_when_uniform
+from ..example.decode import Batch, dense_when_uniform
 from ..example.infer import infer_spec
 from ..example.spec import Spec
+from ..format.damage import check_on_error
 from ..format.paths import Paths, expand_paths
-from ..format.reader import RecordBatch, RecordReader, mean_frame_bytes
-
-BATCH_BYTES = 4 << 20  # a batch of about this many bytes decodes in cache ...
-BATCH_RECORDS = (64, 4096)  # ... within these many records
+from .blocks import block_records
+from .record_dataset import RecordSource
+from .source import IN_ORDER
 
 
 def read(
@@ -60,38 +54,23 @@ def read(
     dict
         {feature: column}: ndarrays, tn.Ragged or tn.BytesColumn, one row per record.
     """
-    paths = expand_paths(paths, storage_options)
+    files = expand_paths(paths, storage_options)
+    check_on_error(on_error)
     if spec is None:
-        spec = infer_spec(paths, compression=compression, on_error=on_error)
-    # this thread reads while the pipeline thread decodes: one core less for chunks
-    decoder = Decoder(spec, threads=threads if threads is not None else max(1, CPUS - 1))
-    reader = RecordReader(paths, compression=compression, verify_crc=verify_crc, on_error=on_error)
-    size = batch_size(paths, compression=compression)
-    parts = list(_pipelined(reader.batches(size), decoder.decode))
+        spec = infer_spec(files, compression=compression, on_error=on_error)
+    source = RecordSource.of(
+        files, spec, compression=compression, verify_crc=verify_crc, on_error=on_error
+    )
+    # a whole pass streams the files without indexing them (no count, no size check)
+    block = block_records(1, source.mean_record_bytes(0, None))
+    blocks = source.blocks(0, None, block, IN_ORDER, threads=threads, ahead=1)
+    try:
+        parts = [b.cols for b in blocks]
+    finally:
+        blocks.close()
+        source.close()
     if not parts:
-        parts = [decoder.decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))]
+        parts = [source.empty()]
     cols = {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
-    dense = dense_when_uniform(decoder.spec)
+    dense = dense_when_uniform(source.spec)
     return dense(cols) if dense else cols
-
-
-def batch_size(paths: Paths, *, compression: str | None = "auto") -> int:
-    """Records per batch for these files: about BATCH_BYTES (judged from the first
-    records), so small records batch by thousands and big tensors by tens."""
-    mean = mean_frame_bytes(paths, compression=compression)
-    if mean is None:
-        return BATCH_RECORDS[1]
-    return records_per_batch(BATCH_BYTES, mean, BATCH_RECORDS)
-
-
-def _pipelined(batches: Iterable[RecordBatch], fn: Callable[[RecordBatch], Batch]):
-    """fn over batches, each decoded in the pool while the next one is read (two in
-    flight at most)."""
-    pending: Future | None = None
-    for batch in batches:
-        future = executor("pipeline").submit(fn, batch)
-        if pending is not None:
-            yield pending.result()
-        pending = future
-    if pending is not None:
-        yield pending.result()

@@ -28,6 +28,7 @@ from ..errors import CorruptRecordError
 from ..example.decode import Decoder
 from ..example.image import ImageDecodeError
 from ..example.padding import feature_names
+from ..example.spec import as_spec
 from ..format.frames import FOOTER_BYTES, HEADER_BYTES, OVERHEAD_BYTES
 from ..format.reader import (
     FrameBatch,
@@ -109,6 +110,20 @@ class RecordSource(Source):
         self.spec = spec
         self._decoder: Decoder | None = None
         self._means: dict[tuple[int, int | None], float] = {}  # see mean_record_bytes
+
+    @classmethod
+    def of(
+        cls,
+        paths: list[Any],
+        spec: Any,
+        *,
+        compression: str | None = "auto",
+        verify_crc: bool = True,
+        on_error: str = "raise",
+    ) -> RecordSource:
+        """These files (paths already expanded) read with this spec: what `tn.read` and a
+        Ray read task read through, the same blocks as a Dataset's pass."""
+        return cls(Files(list(paths), compression, verify_crc, on_error), as_spec(spec))
 
     def select(self, spec: Any) -> RecordSource:
         return RecordSource(self.files, spec)
