@@ -11,6 +11,7 @@ import resource
 import signal
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import numpy as np
 import pytest
@@ -18,15 +19,21 @@ import pytest
 import tfrecnp as tn
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    mount = tmp_path / "small"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount)], check=True)
+@contextmanager
+def tmpfs(mount, options):
+    """A real tmpfs mounted at `mount` (made if missing) for the block, then unmounted."""
+    mount.mkdir(exist_ok=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(mount)], check=True)
     try:
         yield mount
     finally:
         subprocess.run(["umount", str(mount)], check=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    with tmpfs(tmp_path / "small", "size=512k") as mount:
+        yield mount
 
 
 @pytest.fixture(scope="module")
@@ -141,13 +148,8 @@ def test_the_cli_says_a_write_error_in_one_line(tmp_path, records):
 
 @pytest.fixture
 def read_only_disk(tmp_path):
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(mount)], check=True)
-    try:
+    with tmpfs(tmp_path / "ro", "ro,size=64k") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
 
 
 @pytest.mark.parametrize("name", ["out.tfrecord", "saved", "out.npz", "out.h5", "out.zarr"])
@@ -166,10 +168,7 @@ def test_a_read_only_folder_names_the_output_not_a_hidden_name(read_only_disk, r
 
 def test_an_index_into_a_read_only_folder_names_the_sidecar(tmp_path):
     # `tfrecnp index` beside files on a read-only mount: the .idx is named, not its hidden name
-    mount = tmp_path / "ro"
-    mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)], check=True)
-    try:
+    with tmpfs(tmp_path / "ro", "size=64k") as mount:
         path = mount / "data.tfrecord"
         tn.write(path, {"x": np.arange(10)}, progress=False)
         subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
@@ -178,5 +177,3 @@ def test_an_index_into_a_read_only_folder_names_the_sidecar(tmp_path):
         assert e.value.errno == errno.EROFS
         assert f"while writing {path}.idx;" in str(e.value) and ".tmp-" not in str(e.value)
         assert os.listdir(mount) == ["data.tfrecord"]
-    finally:
-        subprocess.run(["umount", str(mount)], check=True)
