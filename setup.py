@@ -1,5 +1,7 @@
 """Builds the compiled core: every src/tfrecnp/_core/*.pyx becomes one extension module. The C
-that Cython cannot spell (intrinsics, 64-bit bit tricks) lives in the `.h` files beside it."""
+that Cython cannot spell (intrinsics, 64-bit bit tricks) lives in the `.h` files beside it; code
+a module cimports (inline functions, structs) in `.pxd` files beside it, whose changes cythonize
+follows. pyproject.toml ships all three with the sources."""
 
 from pathlib import Path
 

@@ -82,15 +82,18 @@ def test_index(capsys, files, ref):
     }
 
 
-def test_index_refuses_compressed_files(capsys, tf_write, tmp_path):
+def test_index_of_a_compressed_file_needs_the_gzip_extra(capsys, tf_write, tmp_path, monkeypatch):
+    """Issue 26: with the extra, see tests/test_compressed_access.py; without it, refused."""
+    monkeypatch.setitem(sys.modules, "rapidgzip", None)  # as without the gzip extra
     packed = tf_write(tmp_path / "packed.tfrecord", PAYLOADS, "ZLIB")
     status, out, err = run(capsys, "index", packed)
     assert (status, out) == (2, "")
     assert err == (
-        f"tfrecnp index: error: {packed} is ZLIB-compressed: byte offsets only index "
-        "uncompressed files; decompress it first (e.g. `gunzip`) or read it without an index\n"
+        f"tfrecnp index: error: {packed} is ZLIB-compressed: indexing it for reads by position "
+        "needs the gzip extra (pip install 'tfrecnp[gzip]'); or decompress it first (e.g. "
+        "`gunzip`) and index that\n"
     )
-    assert not os.path.exists(packed + ".idx")
+    assert not os.path.exists(packed + ".idx") and not os.path.exists(packed + ".zran.idx")
 
 
 def test_verify_good(capsys, files):

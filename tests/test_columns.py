@@ -109,8 +109,15 @@ def test_inner_shapes_and_nesting():
         [[2, 3, 4]],
         [[2, 3, 4]],
     ]
-    with pytest.raises(TypeError, match="to_padded needs flat values"):
-        nested.to_padded()
+    # rows of rows pad level by level, each to its longest (tf.RaggedTensor.to_tensor)
+    assert nested.to_padded(value=-1).tolist() == [
+        [[0, 1, -1], [-1, -1, -1]],
+        [[2, 3, 4], [-1, -1, -1]],
+    ]
+    assert nested.ragged_rank == 2 and nested.flat_values.tolist() == [0, 1, 2, 3, 4]
+    assert [s.tolist() for s in nested.nested_row_splits] == [[0, 2, 3], [0, 2, 2, 5]]
+    again = tn.Ragged.from_nested_row_splits(np.arange(5), [[0, 2, 3], [0, 2, 2, 5]])
+    assert again == nested
 
 
 def test_from_list():

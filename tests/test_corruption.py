@@ -65,7 +65,7 @@ def _read_all(
 @pytest.fixture(scope="module", params=["batches", "frames", "frames-deferred"])
 def read_all(request):
     """_read_all by each way of reading: payloads copied out, or left in their frames with
-    their CRCs checked while reading, or after (FrameBatch.verify): the same records, the
+    their CRCs checked while reading, or after (RecordBatch.verify): the same records, the
     same errors."""
     return functools.partial(_read_all, how=request.param)
 

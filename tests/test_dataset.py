@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import sys
 import threading
 from pathlib import Path
 
@@ -247,7 +248,7 @@ def test_reads_without_preadv(plain, monkeypatch):
     assert_batch(ds[100:140], take(cols, range(100, 140)))
 
 
-def test_getitem_errors(data, plain):
+def test_getitem_errors(data, plain, monkeypatch):
     path, _ = plain
     ds = tn.open(path, SPEC)
     with pytest.raises(IndexError, match=r"^record 300 out of range for a dataset of 300 records$"):
@@ -259,11 +260,13 @@ def test_getitem_errors(data, plain):
     with pytest.raises(TypeError, match=r"^ds\['label'\]: index records by number.*select"):
         ds["label"]
     paths, _ = data
+    monkeypatch.setitem(sys.modules, "rapidgzip", None)  # issue 26: as without the gzip extra
     mixed = tn.open(paths, SPEC)
     gz = paths[2]
     message = (
-        f"ds[...] reads records by position, which needs uncompressed files, but {gz} is "
-        f"GZIP-compressed; decompress it (e.g. `gunzip -c {gz} > {gz[:-3]}`), or convert "
+        f"ds[...] reads records by position, which in GZIP-compressed files such as {gz} "
+        "needs the gzip extra (pip install 'tfrecnp[gzip]'), which reads them through inflate "
+        f"checkpoints; or decompress it (e.g. `gunzip -c {gz} > {gz[:-3]}`), or convert "
         "the dataset once (tn.convert(src, 'out/')) and read rows from tn.load('out/'). "
         "Iteration, batches() and batches(shuffle=N) work on compressed files"
     )

@@ -23,7 +23,7 @@ from tfrecnp.data.record_dataset import RecordSource
 from tfrecnp.example.decode import Decoder, decode
 from tfrecnp.example.spec import Feature
 from tfrecnp.example.survey import survey
-from tfrecnp.format.reader import PooledBatch
+from tfrecnp.format.payloads import Origins, RecordBatch
 
 decode_module = importlib.import_module("tfrecnp.example.decode")  # tn.decode: the function
 blocks_module = importlib.import_module("tfrecnp.data.blocks")
@@ -443,9 +443,11 @@ def test_threads_give_the_same_columns(monkeypatch):
         decoder.decode(bad, threads=4)
 
 
-def _pooled(records: list[bytes], rng: np.random.Generator, parts: int) -> PooledBatch:
+def _pooled(
+    records: list[bytes], rng: np.random.Generator, parts: int, path: str = "<pool>", first: int = 0
+) -> RecordBatch:
     """The records scattered over `parts` buffers, each record at a random place of a
-    random one, with bytes between (a pool's blocks): a PooledBatch in the records' order."""
+    random one, with bytes between (a pool's blocks): a batch in the records' order."""
     which = rng.integers(0, parts, len(records))
     buffers = [bytearray(rng.bytes(7)) for _ in range(parts)]
     starts = np.empty(len(records), np.int64)
@@ -455,7 +457,8 @@ def _pooled(records: list[bytes], rng: np.random.Generator, parts: int) -> Poole
         buf += records[k] + rng.bytes(int(rng.integers(0, 9)))
     ends = starts + np.array([len(r) for r in records], np.int64)
     data = [np.frombuffer(bytes(b), np.uint8) for b in buffers]
-    return PooledBatch(data, which.astype(np.int64), starts, ends, lambda r: ("<pool>", r))
+    origins = Origins.run(path, first, len(records))
+    return RecordBatch.spans(data, starts, ends, origins, which=which.astype(np.int64))
 
 
 SPECS_OF_EVERY_KIND = {
@@ -505,10 +508,7 @@ def test_a_pooled_record_that_does_not_decode_is_named_by_the_pool():
     rng = np.random.default_rng(3)
     good = [pw.simple_example({"label": (pw.INT64, [i])}) for i in range(50)]
     records = [*good[:20], b"\x0a\x05\x0a\x03", *good[20:]]  # a Features that runs out
-    pooled = _pooled(records, rng, 4)
-    pooled = PooledBatch(
-        pooled.parts, pooled.which, pooled.starts, pooled.ends, lambda r: ("pool.tfrecord", 100 + r)
-    )
+    pooled = _pooled(records, rng, 4, "pool.tfrecord", 100)
     with pytest.raises(tn.CorruptRecordError) as error:
         Decoder({"label": tn.FixedLen((), "int64")}).decode(pooled)
     assert (error.value.path, error.value.record) == ("pool.tfrecord", 120)

@@ -176,7 +176,6 @@ def test_layer_list_is_written_once():
 # --- the public face: what a user calls at the top, frames in tfrecnp.framing -------------
 
 MOVED_TO_FRAMING = [
-    "FrameBatch",
     "RecordBatch",
     "RecordIndex",
     "expand_paths",
@@ -217,6 +216,15 @@ def test_a_moved_name_still_works_with_a_warning_naming_its_home(name):
     assert caught[0].filename == __file__  # points at the caller's line
     with pytest.warns(DeprecationWarning, match=message):  # every use, not only the first
         exec(f"from tfrecnp import {name}", {})
+
+
+def test_frame_batch_is_a_record_batch_now_with_a_warning():
+    import tfrecnp.framing
+
+    with pytest.warns(DeprecationWarning, match=r"framing\.FrameBatch is now .*RecordBatch"):
+        assert tfrecnp.framing.FrameBatch is tfrecnp.framing.RecordBatch
+    with pytest.warns(DeprecationWarning, match="FrameBatch is now"):
+        assert tfrecnp.FrameBatch is tfrecnp.framing.RecordBatch
 
 
 def test_an_unknown_name_is_an_attribute_error():

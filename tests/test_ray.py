@@ -50,10 +50,17 @@ def test_read_gives_the_values_in_order(ray_local, shards):
 
 def test_large_files_split_into_read_tasks_with_exact_counts(ray_local, shards):
     from tfrecnp.adapters.ray import TFRecordDatasource
+    from tfrecnp.data.record_dataset import read_blocks
 
     out, cols = shards
     source = TFRecordDatasource(
-        out.paths, out.spec, compression=None, verify_crc=True, on_error="raise", task_bytes=8000
+        out.paths,
+        out.spec,
+        compression=None,
+        verify_crc=True,
+        on_error="raise",
+        read_part=read_blocks,
+        task_bytes=8000,
     )
     tasks = source.get_read_tasks(4)
     assert len(tasks) > len(out.paths)
@@ -198,3 +205,28 @@ def test_split_tasks_skip_the_same_damage_as_a_dataset_pass(ray_local, shards):
     got = ds.take_batch(10**9, batch_format="numpy")
     np.testing.assert_array_equal(got["label"], local["label"])
     assert 1700 not in got["label"].tolist()
+
+
+def test_a_bad_image_is_skipped_by_a_read_task_as_by_a_local_pass(ray_local, tmp_path):
+    """Read tasks read through the Dataset's block reader: under on_error="skip" a record
+    whose image does not decode is dropped, as a local pass drops it (it failed the task)."""
+    import io
+
+    from PIL import Image
+
+    def png(i: int) -> bytes:
+        out = io.BytesIO()
+        Image.fromarray(np.full((4, 4, 3), i, np.uint8)).save(out, format="PNG")
+        return out.getvalue()
+
+    blobs = [png(i) for i in range(30)]
+    blobs[7] = blobs[7][:20]
+    path = str(tmp_path / "images.tfrecord")
+    tn.write(path, {"image": tn.BytesColumn.from_list(blobs), "label": np.arange(30)})
+    spec = {"image": tn.Image(3, (4, 4)), "label": tn.FixedLen((), "int64")}
+    local = tn.open(path, spec=spec, on_error="skip").to_numpy()
+    rows = tnray.read(path, spec, on_error="skip").take_batch(100, batch_format="numpy")
+    assert rows["label"].tolist() == local["label"].tolist() == [i for i in range(30) if i != 7]
+    np.testing.assert_array_equal(np.stack(list(rows["image"])), local["image"])
+    with pytest.raises(Exception, match="image"):
+        tnray.read(path, spec).take_batch(100)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import frame_ref
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -258,7 +259,8 @@ def _check_frame_batches(reader, payloads, sizes):
     assert [len(b) for b in batches] == sizes
     got = []
     for batch in batches:
-        assert isinstance(batch, tn.framing.FrameBatch) and batch.verified
+        assert isinstance(batch, tn.framing.RecordBatch) and batch.verified
+        assert batch.offsets is None  # spans, in their frames
         data = batch.data.tobytes()
         for a, b in zip(batch.starts.tolist(), batch.ends.tolist(), strict=True):
             assert int.from_bytes(data[a - 12 : a - 4], "little") == b - a
@@ -267,7 +269,8 @@ def _check_frame_batches(reader, payloads, sizes):
             )
             got.append(data[a:b])
         packed = batch.packed()
-        assert list(packed) == got[len(got) - len(batch) :] and packed.origins == batch.origins
+        assert list(packed) == got[len(got) - len(batch) :]
+        assert packed.origins.runs() == batch.origins.runs()
         assert batch.nbytes == packed.nbytes
     assert got == payloads
 
@@ -622,3 +625,61 @@ def test_records_straddling_read_chunks(tf_write, tmp_path, ref, compression):
     index = tn.framing.scan_file(path)
     assert index.offsets.tolist() == ref.starts(lengths.tolist())
     assert index.lengths.tolist() == lengths.tolist()
+
+
+def test_every_kind_of_record_batch_slices_joins_and_packs_keeping_each_row_s_origin():
+    """One payload type: back to back, in frames, or over a pool's buffers; slicing,
+    joining, pooling and packing keep each row's bytes and its (file, record)."""
+    from tfrecnp.format.payloads import Origins, RecordBatch
+
+    rng = np.random.default_rng(5)
+    payloads = [rng.bytes(int(rng.integers(0, 40))) for _ in range(60)]
+    a = tn.framing.RecordBatch(
+        np.frombuffer(b"".join(payloads[:30]), np.uint8),
+        np.cumsum([0, *map(len, payloads[:30])]),
+        ((0, "a.tfrecord", 0), (10, "b.tfrecord", 100)),
+    )
+    framed = b"".join(frame_ref(p) for p in payloads[30:])
+    starts = np.cumsum([0, *[len(p) + 16 for p in payloads[30:]]])[:-1] + 12
+    ends = starts + [len(p) for p in payloads[30:]]
+    b = RecordBatch.spans(
+        np.frombuffer(framed, np.uint8),
+        starts,
+        ends,
+        Origins.run("c.tfrecord", 7, 30),
+        verified=False,
+    )
+    want = [("a.tfrecord", i) for i in range(10)] + [("b.tfrecord", 100 + i) for i in range(20)]
+    want += [("c.tfrecord", 7 + i) for i in range(30)]
+    joined = RecordBatch.concat([a.slice(0, 25), b.slice(0, 10), a.slice(25, 30), b.slice(10, 30)])
+    order = [*range(25), *range(30, 40), *range(25, 30), *range(40, 60)]
+    assert list(joined) == [payloads[i] for i in order]
+    assert [joined.where(r) for r in range(60)] == [want[i] for i in order]
+    pooled = RecordBatch.pool(
+        [a, b.checked().packed()], np.array([1, 0, 1, 0]), np.array([3, 29, 0, 0])
+    )
+    assert [pooled[r] for r in range(4)] == [payloads[33], payloads[29], payloads[30], payloads[0]]
+    assert [pooled.where(r) for r in range(4)] == [want[33], want[29], want[30], want[0]]
+    assert list(pooled.packed()) == [pooled[r] for r in range(4)]
+    assert pooled.packed().origins.runs() == pooled.origins.runs()
+
+
+def test_a_payload_left_in_its_frame_is_checked_before_it_is_used():
+    from tfrecnp.format.payloads import Origins, RecordBatch
+
+    framed = bytearray(b"".join(frame_ref(p) for p in [b"good", b"damaged", b"after"]))
+    framed[12 + 4 + 4 + 12 + 2] ^= 1  # a bit of "damaged"
+    starts = np.array([12, 32, 55])
+    batch = RecordBatch.spans(
+        np.frombuffer(bytes(framed), np.uint8),
+        starts,
+        starts + np.array([4, 7, 5]),
+        Origins.run("x.tfrecord", 0, 3),
+        offset=1000,
+        verified=False,
+    )
+    good, error = batch.verify()
+    assert list(good.packed()) == [b"good"]
+    assert (error.path, error.record, error.offset) == ("x.tfrecord", 1, 1020)
+    with pytest.raises(tn.CorruptRecordError, match=r"x\.tfrecord record 1"):
+        batch.packed()

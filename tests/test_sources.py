@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import gzip
 import itertools
+import zlib
 
 import numpy as np
 import protowire as pw
 import pytest
 from conftest import frame_ref
-from source_contract import FEATURES, SourceTests, record, records
+from source_contract import FEATURES, SourceTests, pick, record, records
+from tfds_builders import Contract, Shuffled, build, tfds_records
 
 import tfrecnp as tn
 from tfrecnp.data.blocks import Block, shuffle_blocks
@@ -46,8 +48,17 @@ def big_example(i: int) -> bytes:
 
 
 def write_frames(path, numbers, make=example, compress=False) -> str:
+    """compress: True or "GZIP" (gzip's), "ZLIB" (zlib's), "members" (three gzip members)."""
     data = b"".join(frame_ref(make(i)) for i in numbers)
-    path.write_bytes(gzip.compress(data) if compress else data)
+    if compress in (True, "GZIP"):
+        data = gzip.compress(data)
+    elif compress == "ZLIB":
+        data = zlib.compress(data)
+    elif compress == "members":
+        third = len(data) // 3
+        parts = (data[:third], data[third : 2 * third], data[2 * third :])
+        data = b"".join(gzip.compress(p) for p in parts)
+    path.write_bytes(data)
     return str(path)
 
 
@@ -58,12 +69,28 @@ class TestTFRecordFile(SourceTests):
 
 
 class TestGzipTFRecord(SourceTests):
-    random_access = False
-    reads_spans = False
+    """Read by position through inflate checkpoints (the gzip extra: rapidgzip)."""
 
     def make(self, folder):
         path = write_frames(folder / "a.tfrecord.gz", range(150), compress=True)
         return tn.open(path, SPEC, compression="GZIP"), records(150), [path]
+
+
+class TestZlibTFRecord(SourceTests):
+    def make(self, folder):
+        path = write_frames(folder / "a.tfrecord.zz", range(150), compress="ZLIB")
+        return tn.open(path, SPEC, compression="ZLIB"), records(150), [path]
+
+
+class TestGzipMembersTFRecord(SourceTests):
+    """Concatenated gzip members (as some writers append), detected, not named."""
+
+    def make(self, folder):
+        paths = [
+            write_frames(folder / "a.tfrecord.gz", range(100), compress="members"),
+            write_frames(folder / "b.tfrecord.gz", range(100, 160), compress=True),
+        ]
+        return tn.open(paths, SPEC), records(160), paths
 
 
 class TestShardsWithAnEmptyOne(SourceTests):
@@ -156,6 +183,73 @@ class TestSavedFolder(SourceTests):
             "name": BytesColumn.from_list(expected["name"]),
         }
         path = tn.open(columns).save(str(folder / "saved"), progress=False)
+        return tn.open(path), expected, [path]
+
+
+class TestTfdsFolder(SourceTests):
+    """A tensorflow-datasets folder written by TFDS (3 shards, in generation order:
+    disable_shuffling), read by its metadata through the record source."""
+
+    def make(self, folder):
+        builder = build(Contract, folder, shards=3)
+        ds = tn.open(builder.data_dir, split="train")
+        return ds, records(Contract.RECORDS), ds.paths
+
+
+class TestTfdsSlice(SourceTests):
+    def make(self, folder):
+        builder = build(Contract, folder, shards=3)
+        ds = tn.open(builder.data_dir, split="train[10%:90%]")
+        return ds, pick(records(Contract.RECORDS), range(30, 270)), ds.paths
+
+
+class TestTfdsInterleaved(SourceTests):
+    """Shuffled by TFDS's writer, read in TFDS's interleaved order (by position)."""
+
+    def make(self, folder):
+        builder = build(Shuffled, folder, shards=3)
+        ids = [int(r["id"]) for r in tfds_records(builder, "train")]
+        ds = tn.open(builder.data_dir, split="train")
+        return ds, pick(records(Shuffled.RECORDS), ids), ds.paths
+
+
+def _arrow_table(expected):
+    import pyarrow as pa
+
+    return pa.table(
+        {
+            "id": pa.array(expected["id"], pa.int64()),
+            "x": pa.array(expected["x"], pa.list_(pa.float32(), 3)),
+            "tokens": pa.array(expected["tokens"], pa.list_(pa.int64())),
+            "name": pa.array(expected["name"], pa.binary()),
+        }
+    )
+
+
+class TestParquetParts(SourceTests):
+    """A folder of two Parquet part files written by pyarrow, row groups of 45 rows."""
+
+    def make(self, folder):
+        import pyarrow.parquet as pq
+
+        expected = records(230)
+        table = _arrow_table(expected)
+        (folder / "parts").mkdir()
+        paths = [str(folder / "parts" / f"part-{k}.parquet") for k in range(2)]
+        pq.write_table(table.slice(0, 100), paths[0], row_group_size=45)
+        pq.write_table(table.slice(100), paths[1], row_group_size=45)
+        return tn.open(str(folder / "parts")), expected, paths
+
+
+class TestFeatherFile(SourceTests):
+    """An Arrow IPC (Feather v2) file written by pyarrow, record batches of 60 rows."""
+
+    def make(self, folder):
+        import pyarrow.feather as feather
+
+        expected = records(190)
+        path = str(folder / "a.feather")
+        feather.write_feather(_arrow_table(expected), path, chunksize=60)
         return tn.open(path), expected, [path]
 
 

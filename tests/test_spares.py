@@ -160,9 +160,9 @@ def test_a_decode_in_a_new_thread_reuses_the_scan_table_of_one_done(tmp_path):
 def test_a_decode_whose_helper_has_not_started_holds_no_buffer(tmp_path):
     # found in CI: a helper thread that had not started when the decode returned still
     # held the decode's work, and so its outputs: their pages were not reused
-    from tfrecnp.example import decode as dec
+    from tfrecnp._util import threads
 
-    pool = dec.executor()
+    pool = threads.executor()
     release = threading.Event()
     blockers = [pool.submit(release.wait) for _ in range(pool._max_workers)]
     try:
@@ -172,7 +172,7 @@ def test_a_decode_whose_helper_has_not_started_holds_no_buffer(tmp_path):
         def piece(k: int, data: np.ndarray = buffer) -> int:
             return int(data[k])
 
-        assert dec._run_parallel(piece, 4, 2) == [0, 0, 0, 0]  # every piece done here
+        assert threads.run_parallel(piece, 4, 2) == [0, 0, 0, 0]  # every piece done here
         del piece, buffer
         assert seen() is None  # the helper, still queued, refers to none of it
     finally:

@@ -44,7 +44,6 @@ def test_shapes_and_dtypes_are_normalised():
         ),
         (lambda: tn.FixedLen((-1,), "int64"), "FixedLen shape must hold ints >= 0, not (-1,)"),
         (lambda: tn.FixedLen("ab", "int64"), "FixedLen shape must be a tuple of ints, not 'ab'"),
-        (lambda: tn.VarLen("bytes", (2,)), "VarLen('bytes') takes no inner_shape"),
         (lambda: tn.VarLen("int64", (0,)), "VarLen inner_shape (0,) holds no values"),
         (
             lambda: tn.Raw("bytes"),
@@ -109,12 +108,20 @@ def test_spell_writes_code_that_builds_the_same_spec():
 
 
 def test_sequence_spec_rules():
+    # one name in both maps of the record, as TensorFlow accepts it: the context column
+    # is renamed, unless that name is taken too
+    both = tn.Sequence(context={"a": tn.Bytes()}, sequence={"a": tn.VarLen("int64")})
+    assert both.context_column("a") == "context/a"
     with pytest.raises(ValueError) as e:
-        tn.Sequence(context={"a": tn.Bytes()}, sequence={"a": tn.VarLen("int64")})
+        tn.Sequence(
+            context={"a": tn.Bytes(), "context/a": tn.Bytes()}, sequence={"a": tn.VarLen("int64")}
+        )
     assert str(e.value) == (
-        "feature 'a' is both a context and a sequence feature; a batch has one column per "
-        "name, so read one of them under a Sequence of its own"
+        "feature 'a' is both a context feature and a feature list, and its context column "
+        "'context/a' is a feature name too; read one of them under a Sequence of its own"
     )
+    with pytest.raises(ValueError, match="required names 'x', which is not a sequence feature"):
+        tn.Sequence(sequence={"s": tn.VarLen("int64")}, required=["x"])
     with pytest.raises(ValueError, match="'s': a sequence feature takes no default"):
         tn.Sequence(sequence={"s": tn.FixedLen((), "int64", default=0)})
     with pytest.raises(ValueError, match="Raw in a sequence needs a known shape"):
@@ -253,6 +260,18 @@ def test_tensorflow_specs_convert(tf):
             "d": tf.io.FixedLenSequenceFeature([4], tf.float32, allow_missing=True),
             "e": ragged(tf.int64),
             "f": ragged(tf.float32, partitions=[ragged.UniformRowLength(2)]),
+            "g": ragged(
+                tf.float32,
+                value_key="kp",
+                partitions=[
+                    ragged.RowLengths("kp/ragged_row_lengths_0"),
+                    ragged.UniformRowLength(2),
+                ],
+            ),
+            "h": ragged(tf.int64, value_key="h"),
+            "i": tf.io.FixedLenSequenceFeature(
+                [2], tf.string, allow_missing=True, default_value="-"
+            ),
         }
     )
     assert spec == {
@@ -262,7 +281,13 @@ def test_tensorflow_specs_convert(tf):
         "d": tn.VarLen("float32", inner_shape=(4,)),
         "e": tn.VarLen("int64"),
         "f": tn.VarLen("float32", inner_shape=(2,)),
+        "g": tn.VarLen(
+            "float32", (2,), partitions=[tn.VarLen.RowLengths("kp/ragged_row_lengths_0")], key="kp"
+        ),
+        "h": tn.VarLen("int64"),
+        "i": tn.VarLen("bytes", (2,), default=b"-"),
     }
+    assert tn.spec_from_json(tn.spec_to_json(spec)) == spec
     seq = tn.spec_from_tf(
         {"id": tf.io.FixedLenFeature([], tf.string)},
         {
@@ -273,37 +298,34 @@ def test_tensorflow_specs_convert(tf):
     assert seq == tn.Sequence(
         context={"id": tn.Bytes()},
         sequence={"x": tn.FixedLen(2, "int64"), "w": tn.VarLen("bytes")},
+        required=["x"],  # FixedLenSequenceFeature's allow_missing=False
     )
+    assert tn.spec_from_json(tn.spec_to_json(seq)) == seq
 
 
 def test_unsupported_tensorflow_options_say_so(tf):
-    ragged = tf.io.RaggedFeature
     cases = [
         (
             {"s": tf.io.SparseFeature("i", "v", tf.float32, 10)},
-            "feature 's': SparseFeature with this feature type is not supported; supported "
-            "are FixedLenFeature, VarLenFeature, FixedLenSequenceFeature and RaggedFeature "
-            "(no partitions or UniformRowLength)",
+            "feature 's': SparseFeature with any arguments is not supported; supported are "
+            "FixedLenFeature, VarLenFeature, FixedLenSequenceFeature and RaggedFeature. A "
+            "SparseFeature(index_key, value_key, ...) reads as {'index': tn.VarLen('int64'), "
+            "'value': tn.VarLen(dtype)} (one Ragged each)",
         ),
         (
-            {"r": ragged(tf.int64, partitions=[ragged.RowLengths("len")])},
-            "feature 'r': RaggedFeature partition RowLengths is not supported (only "
-            "UniformRowLength); read the values and the partition feature as tn.VarLen and "
-            "build nested rows with tn.Ragged.from_lengths",
+            {"q": tf.io.FixedLenSequenceFeature([], tf.int64)},
+            "feature 'q': FixedLenSequenceFeature in an Example requires allow_missing=True "
+            "(tf.io.parse_example refuses it too)",
         ),
         (
-            {"r": ragged(tf.int64, value_key="other")},
-            "feature 'r': RaggedFeature value_key='other' is not supported; name the spec "
-            "entry 'other' instead",
-        ),
-        (
-            {"q": tf.io.FixedLenSequenceFeature([], tf.int64, allow_missing=True, default_value=0)},
-            "feature 'q': FixedLenSequenceFeature default_value is not supported (missing "
-            "values give shorter rows of a Ragged column)",
+            {"n": tf.io.FixedLenFeature(None, tf.int64)},
+            "feature 'n': FixedLenFeature has no shape (missing shape); give it one, e.g. () "
+            "for one value per record",
         ),
         (
             {"u": tf.io.FixedLenFeature([None], tf.int64)},
-            "feature 'u': FixedLenFeature shape [None] has an unknown dimension",
+            "feature 'u': FixedLenFeature shape [None] has an unknown dimension; for a varying "
+            "first axis use FixedLenSequenceFeature (tn.VarLen)",
         ),
     ]
     for spec, message in cases:
@@ -320,3 +342,48 @@ def test_specs_never_import_tensorflow():
         "assert 'tensorflow' not in sys.modules, 'tensorflow was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_var_len_partitions_defaults_and_their_errors():
+    # fixed row lengths innermost are an inner shape; outer ones stay partitions
+    v = tn.VarLen(
+        "int64",
+        partitions=[
+            tn.VarLen.UniformRowLength(3),
+            tn.VarLen.RowSplits("s"),
+            {"uniform_row_length": 2},
+        ],
+    )
+    assert v.inner_shape == (2,) and v.ragged_rank == 3
+    assert v.partitions == (tn.VarLen.UniformRowLength(3), tn.VarLen.RowSplits("s"))
+    assert tn.VarLen("bytes", (2,), default="x").default == b"x"
+    cases = [
+        (lambda: tn.VarLen("int64", partitions=["lengths"]), "not a row partition: 'lengths'"),
+        (lambda: tn.VarLen.RowLengths(""), "RowLengths needs a feature name, not ''"),
+        (lambda: tn.VarLen.UniformRowLength(0), "UniformRowLength needs a length >= 1, not 0"),
+        (lambda: tn.VarLen("int64", key=""), "VarLen key must be a feature name, not ''"),
+        (
+            lambda: tn.VarLen("int64", default=[1, 2]),
+            "VarLen default is the one value rows are padded with, not [1, 2]",
+        ),
+        (
+            lambda: tn.VarLen("int64", partitions=[tn.VarLen.RowLengths("l")], default=0),
+            "VarLen default pads rows of values; it takes no partitions",
+        ),
+        (lambda: tn.VarLen("uint8", default=300), "default 300 does not fit in uint8"),
+        (
+            lambda: tn.Sequence(sequence={"s": tn.VarLen("bytes", (2,))}),
+            "sequence feature 's': tn.VarLen('bytes') in a sequence takes no inner_shape",
+        ),
+    ]
+    for make, message in cases:
+        with pytest.raises(ValueError) as e:
+            make()
+        assert str(e.value).startswith(message), str(e.value)
+
+
+def test_flat_default_is_reshaped_as_tensorflow_does():
+    f = tn.FixedLen((1, 2, 1), "float32", default=[3.0, -3.0])
+    assert f.default.shape == (1, 2, 1) and f.default.reshape(-1).tolist() == [3.0, -3.0]
+    b = tn.FixedLen((1, 1, 1, 1), "bytes", default="tmp")  # one value: broadcast
+    assert b.default.shape == (1, 1, 1, 1)

@@ -139,7 +139,8 @@ def test_stopping_early_ends_the_workers_and_closes_the_source(how):
 def test_one_pool_per_kind_and_one_core_count():
     from tfrecnp.example import decode
 
-    assert threads.executor("chunks") is threads.executor() is decode.executor("chunks")
+    assert threads.executor("chunks") is threads.executor()
+    assert decode._run_parallel is threads.run_parallel  # the decoder's pieces: that pool
     assert threads.executor("image") is not threads.executor("chunks")
     assert threads.executor("pipeline")._max_workers == 1
     assert decode.CPUS == threads.CPUS == (os.cpu_count() or 1)

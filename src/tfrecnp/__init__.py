@@ -23,6 +23,7 @@ _HOMES = {
     "load": "arrays.load",
     "convert": "data.convert",
     "Dataset": "data.dataset",
+    "mix": "data.mix",
     "open": "data.opener",
     "read": "data.read",
     "CorruptRecordError": "errors",
@@ -96,6 +97,7 @@ __all__ = [
     "infer_spec",
     "iter_records",
     "load",
+    "mix",
     "open",
     "read",
     "spec_from_json",
@@ -145,6 +147,7 @@ if TYPE_CHECKING:  # what editors and type checkers see
     from .arrays.load import Arrays, load
     from .data.convert import convert
     from .data.dataset import Dataset
+    from .data.mix import mix
     from .data.opener import open
     from .data.read import read
     from .errors import (

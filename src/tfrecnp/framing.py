@@ -25,8 +25,7 @@ _HOMES = {
     "read_index": "format.index",
     "write_index": "format.index",
     "expand_paths": "format.paths",
-    "FrameBatch": "format.reader",
-    "RecordBatch": "format.reader",
+    "RecordBatch": "format.payloads",
     "RecordReader": "format.reader",
     "count_records": "format.reader",
     "iter_records": "format.reader",
@@ -34,8 +33,10 @@ _HOMES = {
     "RecordWriter": "format.writer",
 }
 
+# old name -> the name that replaced it, kept one release with a DeprecationWarning
+_RENAMED = {"FrameBatch": "RecordBatch"}  # records in their frames are a RecordBatch too
+
 __all__ = [
-    "FrameBatch",
     "RecordBatch",
     "RecordIndex",
     "RecordReader",
@@ -50,6 +51,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        import warnings
+
+        new = _RENAMED[name]
+        warnings.warn(
+            f"tfrecnp.framing.{name} is now tfrecnp.framing.{new} (one type for every batch "
+            "of payloads); the old name will be removed in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return __getattr__(new)
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'tfrecnp.framing' has no attribute {name!r}")
@@ -67,12 +79,6 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what editors and type checkers see
     from .format.index import RecordIndex, read_index, write_index
     from .format.paths import expand_paths
-    from .format.reader import (
-        FrameBatch,
-        RecordBatch,
-        RecordReader,
-        count_records,
-        iter_records,
-        scan_file,
-    )
+    from .format.payloads import RecordBatch
+    from .format.reader import RecordReader, count_records, iter_records, scan_file
     from .format.writer import RecordWriter

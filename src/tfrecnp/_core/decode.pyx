@@ -32,6 +32,9 @@ GIL and without a Python object per record:
 
 `survey` lists every feature of every record without a plan, for schema inference.
 
+The wire primitives and the message walks both share (a tag, a length, a map entry, a
+Feature's kind and counts) are in wire.pxd.
+
 Protobuf rules kept: packed and unpacked lists; merged repeated fields (a list split over
 several tags, several Features messages) concatenate; a oneof member replaced by another
 kind is dropped; unknown fields are skipped; map entries may hold the value before the key;
@@ -48,6 +51,15 @@ from libc.string cimport memcpy, memset
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 
+from .wire cimport (
+    GUESSES, KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_MIXED, M_BAD_TAG, M_FIXED_TRUNC,
+    M_FLOAT_PACKED, M_LENGTH, M_PACKED_VARINT, M_VARINT_LONG, M_VARINT_TRUNC, M_WIRE_TYPE,
+    M_WRONG_WIRE, W_BYTES_LIST, W_ENTRY, W_EXAMPLE, W_FEATURE, W_FEATURE_LIST,
+    W_FEATURE_LIST_ENTRY, W_FEATURE_LISTS, W_FEATURES, W_FLOAT_LIST, W_INT64_LIST, Ctx, Entry,
+    FScan, delimited, feature, next_entry, next_field, one_block, scan_feature, skip, tag,
+    tfrecnp_decode_varints, tfrecnp_decode_varints_pext, tfrecnp_fast_pext, varint,
+)
+
 import sys
 
 import numpy as np
@@ -63,31 +75,6 @@ cdef enum:
     ST_BAD_OFFSETS = 3
     ST_FULL = 4           # survey: output arrays are full (resume at the record returned)
     ST_INCONSISTENT = 5   # fill: the data no longer matches the scan (changed in between)
-
-# Malformed-protobuf reasons.
-cdef enum:
-    M_VARINT_LONG = 1
-    M_VARINT_TRUNC = 2
-    M_LENGTH = 3
-    M_FIXED_TRUNC = 4
-    M_WIRE_TYPE = 5
-    M_BAD_TAG = 6
-    M_WRONG_WIRE = 7
-    M_FLOAT_PACKED = 8
-    M_PACKED_VARINT = 9
-
-# Where in the message tree.
-cdef enum:
-    W_EXAMPLE = 1
-    W_FEATURES = 2
-    W_ENTRY = 3
-    W_FEATURE = 4
-    W_BYTES_LIST = 5
-    W_FLOAT_LIST = 6
-    W_INT64_LIST = 7
-    W_FEATURE_LISTS = 8
-    W_FEATURE_LIST_ENTRY = 9
-    W_FEATURE_LIST = 10
 
 # Schema violations.
 cdef enum:
@@ -117,12 +104,6 @@ cdef enum:
     OP_SEQ_VAR = 10     # sequence VarLen numeric: inner splits per step
     OP_SEQ_VAR_BYTES = 11
     OP_SEQ_RAW = 12     # sequence Raw: one value of raw_bytes per step
-
-cdef enum:
-    KIND_BYTES = 1
-    KIND_FLOAT = 2
-    KIND_INT64 = 3
-    KIND_MIXED = 4
 
 # Table row fields, one row per (record, spec feature).
 cdef enum:
@@ -190,8 +171,6 @@ ROW_COUNT, ROW_NBYTES, ROW_STEPS, ROW_BAD_STEP, ROW_BAD_VALUE, ROW_KIND = (
     R_COUNT, R_NBYTES, R_STEPS, R_BAD_STEP, R_BAD_VALUE, R_KIND)
 SURVEY_FIELDS = VFIELDS
 
-cdef uint64_t TAG_MAX = 0xFFFFFFFF
-cdef uint64_t LOW63 = 0x7FFFFFFFFFFFFFFF
 cdef uint64_t FNV_BASIS = 0xcbf29ce484222325
 cdef uint64_t FNV_PRIME = 0x100000001b3
 
@@ -221,34 +200,6 @@ cdef struct PlanC:
     bint sequence
 
 
-cdef enum:
-    GUESSES = 32  # map entries per record whose feature is predicted from the last record
-
-
-cdef struct Ctx:
-    int guess[2][GUESSES]  # feature at each entry position of the previous record, or -1
-    const uint8_t *base   # start of the record
-    const uint8_t *limit  # end of the batch's buffer: words may be read up to here
-    int code
-    int where
-    int feature
-    int64_t offset
-    int64_t a
-    int64_t b
-
-
-cdef struct FScan:
-    int kind
-    const uint8_t *run
-    int64_t count
-    int64_t nbytes
-    const uint8_t *first      # first bytes value
-    int64_t first_len
-    const uint8_t *block      # first packed block of numbers
-    const uint8_t *block_end
-    int pieces                # packed blocks + single values seen
-
-
 cdef struct Out:
     uint8_t *values      # numeric values, raw bytes, or the data of bytes values
     int64_t vcap         # capacity: values (numeric) or bytes (data)
@@ -263,112 +214,7 @@ cdef struct Out:
     int64_t raw_bytes    # OP_RAW_ANY: this batch's size
 
 
-# --- wire primitives ---------------------------------------------------------------
-
-cdef inline const uint8_t *fail(Ctx *c, const uint8_t *at, int code, int where,
-                                int64_t a, int64_t b) noexcept nogil:
-    if c.code == 0:
-        c.code = code
-        c.where = where
-        c.offset = at - c.base
-        c.a = a
-        c.b = b
-    return NULL
-
-
-cdef inline const uint8_t *varint(Ctx *c, const uint8_t *p, const uint8_t *end,
-                                  uint64_t *out, int where) noexcept nogil:
-    cdef uint64_t r = 0, b
-    cdef int shift = 0
-    cdef const uint8_t *start = p
-    if p < end and p[0] < 0x80:
-        out[0] = p[0]
-        return p + 1
-    while shift < 70:
-        if p >= end:
-            return fail(c, start, M_VARINT_TRUNC, where, 0, 0)
-        b = p[0]
-        p += 1
-        r |= (b & 0x7F) << shift
-        if b < 0x80:
-            out[0] = r
-            return p
-        shift += 7
-    return fail(c, start, M_VARINT_LONG, where, 0, 0)
-
-
-cdef inline const uint8_t *tag(Ctx *c, const uint8_t *p, const uint8_t *end,
-                               uint64_t *field, int *wt, int where) noexcept nogil:
-    cdef uint64_t t
-    cdef const uint8_t *at = p
-    if p < end and p[0] < 0x80:
-        t = p[0]
-        p += 1
-    else:
-        p = varint(c, p, end, &t, where)
-        if p == NULL:
-            return NULL
-    if t >> 3 == 0 or t > TAG_MAX:
-        return fail(c, at, M_BAD_TAG, where, <int64_t>t, 0)
-    field[0] = t >> 3
-    wt[0] = t & 7
-    return p
-
-
-cdef inline const uint8_t *delimited(Ctx *c, const uint8_t *p, const uint8_t *end,
-                                     const uint8_t **stop, int where) noexcept nogil:
-    """Reads a length; stop = the end of the field it announces (checked against end)."""
-    cdef uint64_t n
-    cdef const uint8_t *at = p
-    p = varint(c, p, end, &n, where)
-    if p == NULL:
-        return NULL
-    if n > <uint64_t>(end - p):
-        return fail(c, at, M_LENGTH, where, <int64_t>(n & LOW63), end - p)
-    stop[0] = p + n
-    return p
-
-
-cdef inline const uint8_t *skip(Ctx *c, const uint8_t *at, const uint8_t *p,
-                                const uint8_t *end, uint64_t field, int wt,
-                                int where) noexcept nogil:
-    """Skips the value of an unknown field whose tag (at `at`) has been read."""
-    cdef uint64_t v
-    cdef const uint8_t *q
-    if wt == 0:
-        return varint(c, p, end, &v, where)
-    if wt == 2:
-        p = delimited(c, p, end, &q, where)
-        return q if p != NULL else NULL
-    if wt == 1:
-        if end - p < 8:
-            return fail(c, p, M_FIXED_TRUNC, where, 8, end - p)
-        return p + 8
-    if wt == 5:
-        if end - p < 4:
-            return fail(c, p, M_FIXED_TRUNC, where, 4, end - p)
-        return p + 4
-    return fail(c, at, M_WIRE_TYPE, where, <int64_t>field, wt)
-
-
-cdef extern from "varint.h":
-    uint64_t TFRECNP_HIGH
-    uint64_t TFRECNP_LOW7
-    uint64_t tfrecnp_load64(const uint8_t *p) noexcept nogil
-    int tfrecnp_ctz(uint64_t x) noexcept nogil
-    int tfrecnp_clz(uint64_t x) noexcept nogil
-    uint64_t tfrecnp_squeeze(uint64_t w) noexcept nogil
-    int tfrecnp_count_high(uint64_t m) noexcept nogil
-    int64_t tfrecnp_decode_varints(const uint8_t *p, const uint8_t *end, int64_t *out,
-                                   int64_t cap) noexcept nogil
-    int64_t tfrecnp_decode_varints_pext(const uint8_t *p, const uint8_t *end, int64_t *out,
-                                        int64_t cap) noexcept nogil
-    int tfrecnp_fast_pext() noexcept nogil
-
-
 cdef uint8_t EMPTY[1]  # what an empty buffer points at
-cdef uint64_t HIGH_BITS = TFRECNP_HIGH
-cdef uint64_t LOW7_BITS = TFRECNP_LOW7
 cdef bint use_pext = tfrecnp_fast_pext() != 0
 
 
@@ -401,281 +247,6 @@ def decode_packed_varints(const uint8_t[::1] block, *, pext=None):
         else:
             n = tfrecnp_decode_varints(p, p + size, &o[0], size + 8)
     return out[:n]
-
-
-cdef inline const uint8_t *count_varints(Ctx *c, const uint8_t *p, const uint8_t *end,
-                                         int64_t *count) noexcept nogil:
-    """Counts the varints of a packed block, checking each (<= 10 bytes, inside the block).
-
-    Eight bytes at a time: a byte below 0x80 ends a varint, so the count is the number of
-    clear high bits; `run` carries the continuation bytes since the last end across words.
-    """
-    cdef int64_t n = 0, rem
-    cdef int run = 0, lead
-    cdef uint64_t m
-    cdef const uint8_t *start = p
-    while end - p >= 8:
-        m = ~tfrecnp_load64(p) & HIGH_BITS
-        if m == 0:
-            run += 8
-            if run >= 10:
-                break
-        else:
-            lead = tfrecnp_ctz(m) >> 3
-            if run + lead >= 10:
-                run = 10  # an overlong varint: found again bytewise below
-                break
-            run = tfrecnp_clz(m) >> 3
-            n += tfrecnp_count_high(m)
-        p += 8
-    if p < end and run < 10 and end - p < 8 and c.limit - p >= 8:
-        # the last 1..7 bytes: one word read past the block (still inside the batch's
-        # buffer), the bytes beyond the block masked off
-        rem = end - p
-        m = ~tfrecnp_load64(p) & HIGH_BITS & ((<uint64_t>1 << (8 * rem)) - 1)
-        if m == 0:
-            run += rem
-        elif run + (tfrecnp_ctz(m) >> 3) >= 10:
-            run = 10
-        else:
-            run = rem - 1 - ((63 - tfrecnp_clz(m)) >> 3)
-            n += tfrecnp_count_high(m)
-        p = end
-    while p < end:
-        if p[0] < 0x80:
-            n += 1
-            run = 0
-        else:
-            run += 1
-            if run >= 10:
-                break
-        p += 1
-    count[0] += n
-    if run >= 10:
-        # find the first overlong varint, bytewise, for the error's offset
-        p = start
-        while p < end:
-            start = p
-            while p < end and p[0] >= 0x80 and p - start < 10:
-                p += 1
-            if p - start >= 10:
-                return fail(c, start, M_VARINT_LONG, W_INT64_LIST, 0, 0)
-            p += 1
-    if run:
-        return fail(c, end - run, M_PACKED_VARINT, W_INT64_LIST, 0, 0)
-    return p
-
-
-cdef inline const uint8_t *scan_list(Ctx *c, int kind, const uint8_t *p,
-                                     const uint8_t *end, FScan *fs) noexcept nogil:
-    """Adds the values of one BytesList / FloatList / Int64List message to fs."""
-    cdef uint64_t field, v
-    cdef int wt
-    cdef int where = W_BYTES_LIST if kind == KIND_BYTES else (
-        W_FLOAT_LIST if kind == KIND_FLOAT else W_INT64_LIST)
-    cdef const uint8_t *at
-    cdef const uint8_t *q
-    while p < end:
-        at = p
-        p = tag(c, p, end, &field, &wt, where)
-        if p == NULL:
-            return NULL
-        if field != 1:
-            p = skip(c, at, p, end, field, wt, where)
-            if p == NULL:
-                return NULL
-            continue
-        if kind == KIND_BYTES:
-            if wt != 2:
-                return fail(c, at, M_WRONG_WIRE, where, 1, wt)
-            p = delimited(c, p, end, &q, where)
-            if p == NULL:
-                return NULL
-            if fs.first == NULL:
-                fs.first = p
-                fs.first_len = q - p
-            fs.count += 1
-            fs.nbytes += q - p
-            fs.pieces += 1
-            p = q
-        elif kind == KIND_FLOAT:
-            if wt == 2:
-                p = delimited(c, p, end, &q, where)
-                if p == NULL:
-                    return NULL
-                if (q - p) & 3:
-                    return fail(c, at, M_FLOAT_PACKED, where, q - p, 0)
-                fs.count += (q - p) >> 2
-                if fs.pieces == 0:
-                    fs.block, fs.block_end = p, q
-                fs.pieces += 1
-                p = q
-            elif wt == 5:
-                if end - p < 4:
-                    return fail(c, p, M_FIXED_TRUNC, where, 4, end - p)
-                fs.count += 1
-                fs.pieces += 2  # not a single block
-                p += 4
-            else:
-                return fail(c, at, M_WRONG_WIRE, where, 1, wt)
-        else:
-            if wt == 2:
-                p = delimited(c, p, end, &q, where)
-                if p == NULL:
-                    return NULL
-                if count_varints(c, p, q, &fs.count) == NULL:
-                    return NULL
-                if fs.pieces == 0:
-                    fs.block, fs.block_end = p, q
-                fs.pieces += 1
-                p = q
-            elif wt == 0:
-                p = varint(c, p, end, &v, where)
-                if p == NULL:
-                    return NULL
-                fs.count += 1
-                fs.pieces += 2  # not a single block
-            else:
-                return fail(c, at, M_WRONG_WIRE, where, 1, wt)
-    return p
-
-
-cdef inline const uint8_t *scan_feature(Ctx *c, const uint8_t *p, const uint8_t *end,
-                                        FScan *fs) noexcept nogil:
-    """Kind, value count and bytes of one Feature message; fs.run is where the run of
-    list fields of the final kind starts (an earlier member of the oneof is dropped)."""
-    cdef uint64_t field
-    cdef int wt
-    cdef const uint8_t *at
-    cdef const uint8_t *q
-    fs.kind = 0
-    fs.run = p
-    fs.count = 0
-    fs.nbytes = 0
-    fs.first = NULL
-    fs.first_len = 0
-    fs.pieces = 0
-    while p < end:
-        at = p
-        p = tag(c, p, end, &field, &wt, W_FEATURE)
-        if p == NULL:
-            return NULL
-        if field >= 1 and field <= 3:
-            if wt != 2:
-                return fail(c, at, M_WRONG_WIRE, W_FEATURE, <int64_t>field, wt)
-            p = delimited(c, p, end, &q, W_FEATURE)
-            if p == NULL:
-                return NULL
-            if <int>field != fs.kind:
-                fs.kind = <int>field
-                fs.run = at
-                fs.count = 0
-                fs.nbytes = 0
-                fs.first = NULL
-                fs.first_len = 0
-                fs.pieces = 0
-            if scan_list(c, fs.kind, p, q, fs) == NULL:
-                return NULL
-            p = q
-        else:
-            p = skip(c, at, p, end, field, wt, W_FEATURE)
-            if p == NULL:
-                return NULL
-    return p
-
-
-cdef inline int64_t short_length(const uint8_t **pp, const uint8_t *end) noexcept nogil:
-    """A length of one or two varint bytes at pp[0] (then moved past it), or -1."""
-    cdef const uint8_t *p = pp[0]
-    if end - p >= 1 and p[0] < 0x80:
-        pp[0] = p + 1
-        return p[0]
-    if end - p >= 2 and p[1] < 0x80:
-        pp[0] = p + 2
-        return (p[0] & 0x7F) | (<int64_t>p[1] << 7)
-    return -1
-
-
-cdef inline int one_block(Ctx *c, const uint8_t *val, const uint8_t *end, int *kind,
-                          int64_t *count, int64_t *nbytes, const uint8_t **block) noexcept nogil:
-    """The usual Feature, one list field holding one packed block of numbers or one bytes
-    value (at block[0]..end), read without the general walk: 1 (kind, count and bytes as
-    scan_feature finds them), 0 (some other shape, for scan_feature) or -1 (a malformed
-    packed int64 list, as scan_feature finds it)."""
-    cdef const uint8_t *p = val + 1
-    cdef int64_t n
-    if end - val < 4 or (val[0] != 0x0A and val[0] != 0x12 and val[0] != 0x1A):
-        return 0
-    kind[0] = val[0] >> 3
-    n = short_length(&p, end)
-    if n != end - p or n < 2 or p[0] != 0x0A:  # the list: one field, values [1] packed
-        return 0
-    p += 1
-    n = short_length(&p, end)
-    if n != end - p or (kind[0] == KIND_FLOAT and n & 3):
-        return 0
-    block[0] = p
-    nbytes[0] = 0
-    if kind[0] == KIND_BYTES:
-        count[0] = 1
-        nbytes[0] = n
-    elif kind[0] == KIND_FLOAT:
-        count[0] = n >> 2
-    else:
-        count[0] = 0
-        if count_varints(c, p, end, count) == NULL:
-            return -1
-    return 1
-
-
-cdef inline bint feature(Ctx *c, const uint8_t *p, const uint8_t *end, FScan *fs) noexcept nogil:
-    """scan_feature, with the usual shape read directly; False when malformed."""
-    cdef int got = one_block(c, p, end, &fs.kind, &fs.count, &fs.nbytes, &fs.block)
-    if got == 0:
-        return scan_feature(c, p, end, fs) != NULL
-    fs.run = p
-    fs.pieces = 1
-    fs.block_end = end
-    fs.first = fs.block if fs.kind == KIND_BYTES else NULL
-    fs.first_len = fs.nbytes
-    return got > 0
-
-
-cdef inline const uint8_t *map_entry(Ctx *c, const uint8_t *p, const uint8_t *end,
-                                     int where, const uint8_t **key, int64_t *key_len,
-                                     const uint8_t **val, const uint8_t **val_end) noexcept nogil:
-    """The key and value spans of one map entry, in either order; the last of each wins."""
-    cdef uint64_t field
-    cdef int wt
-    cdef const uint8_t *at
-    cdef const uint8_t *q
-    key[0] = p
-    key_len[0] = 0
-    val[0] = NULL
-    val_end[0] = NULL
-    while p < end:
-        at = p
-        p = tag(c, p, end, &field, &wt, where)
-        if p == NULL:
-            return NULL
-        if field == 1 or field == 2:
-            if wt != 2:
-                return fail(c, at, M_WRONG_WIRE, where, <int64_t>field, wt)
-            p = delimited(c, p, end, &q, where)
-            if p == NULL:
-                return NULL
-            if field == 1:
-                key[0] = p
-                key_len[0] = q - p
-            else:
-                val[0] = p
-                val_end[0] = q
-            p = q
-        else:
-            p = skip(c, at, p, end, field, wt, where)
-            if p == NULL:
-                return NULL
-    return p
 
 
 # --- plan lookups --------------------------------------------------------------------
@@ -758,12 +329,12 @@ cdef inline void step_check(const FeatPlan *fp, int64_t *row, int64_t step,
         row[R_KIND] = (row[R_KIND] & 0xFF) | (code << 8)
 
 
-cdef const uint8_t *scan_feature_list(Ctx *c, const FeatPlan *fp, const uint8_t *p,
-                                      const uint8_t *end, int64_t *row) noexcept nogil:
-    cdef uint64_t field
-    cdef int wt
-    cdef const uint8_t *at
+cdef bint scan_feature_list(Ctx *c, const FeatPlan *fp, const uint8_t *p,
+                            const uint8_t *end, int64_t *row) noexcept nogil:
+    """Fills the row of a sequence feature from its FeatureList; False when malformed."""
+    cdef const uint8_t *step
     cdef const uint8_t *q
+    cdef int got
     cdef FScan fs
     row[R_START] = p - c.base
     row[R_END] = end - c.base
@@ -773,104 +344,71 @@ cdef const uint8_t *scan_feature_list(Ctx *c, const FeatPlan *fp, const uint8_t 
     row[R_BAD_STEP] = -1
     row[R_BAD_VALUE] = 0
     row[R_KIND] = 0
-    while p < end:
-        at = p
-        p = tag(c, p, end, &field, &wt, W_FEATURE_LIST)
-        if p == NULL:
-            return NULL
-        if field != 1:
-            p = skip(c, at, p, end, field, wt, W_FEATURE_LIST)
-            if p == NULL:
-                return NULL
-            continue
-        if wt != 2:
-            return fail(c, at, M_WRONG_WIRE, W_FEATURE_LIST, 1, wt)
-        p = delimited(c, p, end, &q, W_FEATURE_LIST)
-        if p == NULL:
-            return NULL
-        if not feature(c, p, q, &fs):
-            return NULL
+    while True:
+        q = next_field(c, p, end, 1, W_FEATURE_LIST, &got, &step)
+        if q == NULL or got == 0:
+            return q != NULL
+        if not feature(c, step, q, &fs):
+            return False
         step_check(fp, row, row[R_STEPS], &fs)
         row[R_COUNT] += fs.count
         row[R_NBYTES] += fs.nbytes
         row[R_STEPS] += 1
         p = q
-    return p
 
 
-cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
-                             const uint8_t *end, int section, int64_t *rows) noexcept nogil:
+cdef bint scan_map(const PlanC *pl, Ctx *c, const uint8_t *p, const uint8_t *end,
+                   int section, int64_t *rows) noexcept nogil:
     """Walks Features (section 0) or FeatureLists (section 1), filling the rows of the
-    spec features it meets."""
-    cdef uint64_t field
-    cdef int wt, f
+    spec features it meets; False when malformed."""
     cdef int where = W_FEATURES if section == 0 else W_FEATURE_LISTS
     cdef int ewhere = W_ENTRY if section == 0 else W_FEATURE_LIST_ENTRY
-    cdef const uint8_t *at
-    cdef const uint8_t *q
-    cdef const uint8_t *key
-    cdef const uint8_t *val
-    cdef const uint8_t *val_end
-    cdef int64_t key_len
+    cdef Entry e
     cdef int64_t *row
-    cdef int entry = 0, got, kind
+    cdef int entry = 0, got, kind, f
     cdef int64_t count, nbytes
     cdef const uint8_t *block
     cdef FScan fs
-    while p < end:
-        at = p
-        p = tag(c, p, end, &field, &wt, where)
-        if p == NULL:
-            return NULL
-        if field != 1:
-            p = skip(c, at, p, end, field, wt, where)
-            if p == NULL:
-                return NULL
-            continue
-        if wt != 2:
-            return fail(c, at, M_WRONG_WIRE, where, 1, wt)
-        p = delimited(c, p, end, &q, where)
-        if p == NULL:
-            return NULL
-        if map_entry(c, p, q, ewhere, &key, &key_len, &val, &val_end) == NULL:
-            return NULL
-        p = q
-        f = find_feature(pl, c, section, entry, key, key_len)
+    while True:
+        p = next_entry(c, p, end, where, ewhere, &e)
+        if p == NULL or e.end == NULL:
+            return p != NULL
+        f = find_feature(pl, c, section, entry, e.key, e.key_len)
         entry += 1
         if f < 0:
             continue
         row = rows + f * NFIELDS
         c.feature = f
         if section == 1:
-            if val == NULL:
-                val = val_end = q
-            if scan_feature_list(c, &pl.feats[f], val, val_end, row) == NULL:
-                return NULL
+            if e.val == NULL:
+                e.val = e.val_end = e.end
+            if not scan_feature_list(c, &pl.feats[f], e.val, e.val_end, row):
+                return False
         else:
-            if val == NULL:
+            if e.val == NULL:
                 fs.kind = 0
                 fs.count = fs.nbytes = 0
                 fs.pieces = 0
-                fs.run = q
-                val_end = q
+                fs.run = e.end
+                e.val_end = e.end
             else:
-                got = one_block(c, val, val_end, &kind, &count, &nbytes, &block)
+                got = one_block(c, e.val, e.val_end, &kind, &count, &nbytes, &block)
                 if got < 0:
-                    return NULL
+                    return False
                 if got > 0:  # straight to the row: fs would go through memory
-                    row[R_START] = val - c.base
-                    row[R_END] = val_end - c.base
+                    row[R_START] = e.val - c.base
+                    row[R_END] = e.val_end - c.base
                     row[R_COUNT] = count
                     row[R_NBYTES] = nbytes
                     row[R_KIND] = kind
                     row[R_BLOCK] = block - c.base
-                    row[R_BLOCK_END] = val_end - c.base
+                    row[R_BLOCK_END] = e.val_end - c.base
                     c.feature = -1
                     continue
-                if scan_feature(c, val, val_end, &fs) == NULL:
-                    return NULL
+                if scan_feature(c, e.val, e.val_end, &fs) == NULL:
+                    return False
             row[R_START] = fs.run - c.base
-            row[R_END] = val_end - c.base
+            row[R_END] = e.val_end - c.base
             row[R_COUNT] = fs.count
             row[R_NBYTES] = fs.nbytes
             row[R_KIND] = fs.kind
@@ -883,7 +421,6 @@ cdef const uint8_t *scan_map(const PlanC *pl, Ctx *c, const uint8_t *p,
                     row[R_BLOCK] = fs.block - c.base
                     row[R_BLOCK_END] = fs.block_end - c.base
         c.feature = -1
-    return p
 
 
 cdef int check_record(const PlanC *pl, int64_t *rows, int64_t *totals,
@@ -945,35 +482,21 @@ cdef int check_record(const PlanC *pl, int64_t *rows, int64_t *totals,
 
 cdef int scan_record(const PlanC *pl, Ctx *c, const uint8_t *p, const uint8_t *end,
                      int64_t *rows) noexcept nogil:
-    cdef uint64_t field
-    cdef int wt, f
-    cdef const uint8_t *at
+    cdef int f
+    cdef const uint8_t *body
     cdef const uint8_t *q
     for f in range(pl.nfeat):  # a context row is read only once its kind is set
         rows[f * NFIELDS + R_KIND] = 0
         if pl.feats[f].section == 1:
             memset(rows + f * NFIELDS, 0, NFIELDS * sizeof(int64_t))
             rows[f * NFIELDS + R_BAD_STEP] = -1
-    while p < end:
-        at = p
-        p = tag(c, p, end, &field, &wt, W_EXAMPLE)
-        if p == NULL:
+    while True:  # Example: features [1]; SequenceExample: context [1], feature_lists [2]
+        q = next_field(c, p, end, 2 if pl.sequence else 1, W_EXAMPLE, &f, &body)
+        if q == NULL or f == 0:
+            return q != NULL
+        if not scan_map(pl, c, body, q, f - 1, rows):
             return 0
-        if field == 1 or (field == 2 and pl.sequence):
-            if wt != 2:
-                fail(c, at, M_WRONG_WIRE, W_EXAMPLE, <int64_t>field, wt)
-                return 0
-            p = delimited(c, p, end, &q, W_EXAMPLE)
-            if p == NULL:
-                return 0
-            if scan_map(pl, c, p, q, <int>field - 1, rows) == NULL:
-                return 0
-            p = q
-        else:
-            p = skip(c, at, p, end, field, wt, W_EXAMPLE)
-            if p == NULL:
-                return 0
-    return 1
+        p = q
 
 
 cdef inline bint offsets_ok(const int64_t *offsets, Py_ssize_t lo, Py_ssize_t hi,
@@ -1288,26 +811,16 @@ cdef bint emit_default(const PlanC *pl, const FeatPlan *fp, Out *o,
 
 cdef bint fill_steps(Ctx *c, const FeatPlan *fp, const uint8_t *p, const uint8_t *end,
                      Out *o) noexcept nogil:
-    cdef uint64_t field
-    cdef int wt
-    cdef const uint8_t *at
+    cdef const uint8_t *step
     cdef const uint8_t *q
     cdef FScan fs
     cdef int64_t limit
-    while p < end:
-        at = p
-        p = tag(c, p, end, &field, &wt, W_FEATURE_LIST)
-        if p == NULL:
-            return False
-        if field != 1 or wt != 2:
-            p = skip(c, at, p, end, field, wt, W_FEATURE_LIST)
-            if p == NULL:
-                return False
-            continue
-        p = delimited(c, p, end, &q, W_FEATURE_LIST)
-        if p == NULL:
-            return False
-        if not feature(c, p, q, &fs):
+    cdef int got
+    while True:
+        q = next_field(c, p, end, 1, W_FEATURE_LIST, &got, &step)
+        if q == NULL or got == 0:
+            return q != NULL
+        if not feature(c, step, q, &fs):
             return False
         if fs.kind != 0:
             limit = fp.raw_bytes if fp.op == OP_SEQ_RAW else (
@@ -1320,7 +833,6 @@ cdef bint fill_steps(Ctx *c, const FeatPlan *fp, const uint8_t *p, const uint8_t
                 return False
             o.inner[o.spos] = o.vpos // fp.divisor
         p = q
-    return True
 
 
 cdef bint put(Ctx *c, int kind, const uint8_t *rec, const int64_t *row, Out *o,
@@ -1584,50 +1096,33 @@ def decode_one(Plan plan, const uint8_t[::1] data, Py_ssize_t start, Py_ssize_t 
 
 # --- survey (schema inference) -------------------------------------------------------
 
-cdef const uint8_t *survey_map(Ctx *c, const uint8_t *p, const uint8_t *end, int section,
-                               int64_t record, const uint8_t *data, int64_t *out,
-                               Py_ssize_t cap, Py_ssize_t *n) noexcept nogil:
-    cdef uint64_t field
-    cdef int wt, kind
+cdef bint survey_map(Ctx *c, const uint8_t *p, const uint8_t *end, int section,
+                     int64_t record, const uint8_t *data, int64_t *out, Py_ssize_t cap,
+                     Py_ssize_t *n) noexcept nogil:
+    """Lists the entries of Features (section 0) or FeatureLists (section 1) as rows of
+    out; False when malformed or out is full (c.code -1)."""
     cdef int where = W_FEATURES if section == 0 else W_FEATURE_LISTS
     cdef int ewhere = W_ENTRY if section == 0 else W_FEATURE_LIST_ENTRY
-    cdef const uint8_t *at
-    cdef const uint8_t *q
+    cdef int got, kind
     cdef const uint8_t *s
-    cdef const uint8_t *t
-    cdef const uint8_t *key
-    cdef const uint8_t *val
-    cdef const uint8_t *val_end
-    cdef int64_t key_len
+    cdef const uint8_t *step
+    cdef const uint8_t *q
     cdef int64_t *e
+    cdef Entry en
     cdef FScan fs
-    while p < end:
-        at = p
-        p = tag(c, p, end, &field, &wt, where)
-        if p == NULL:
-            return NULL
-        if field != 1:
-            p = skip(c, at, p, end, field, wt, where)
-            if p == NULL:
-                return NULL
-            continue
-        if wt != 2:
-            return fail(c, at, M_WRONG_WIRE, where, 1, wt)
-        p = delimited(c, p, end, &q, where)
-        if p == NULL:
-            return NULL
-        if map_entry(c, p, q, ewhere, &key, &key_len, &val, &val_end) == NULL:
-            return NULL
-        p = q
+    while True:
+        p = next_entry(c, p, end, where, ewhere, &en)
+        if p == NULL or en.end == NULL:
+            return p != NULL
         if n[0] >= cap:
             c.code = -1  # full
-            return NULL
+            return False
         e = out + n[0] * VFIELDS
         n[0] += 1
         e[V_RECORD] = record
         e[V_SECTION] = section
-        e[V_KEY_START] = key - data
-        e[V_KEY_LEN] = key_len
+        e[V_KEY_START] = en.key - data
+        e[V_KEY_LEN] = en.key_len
         e[V_KIND] = 0
         e[V_COUNT] = 0
         e[V_NBYTES] = 0
@@ -1636,11 +1131,11 @@ cdef const uint8_t *survey_map(Ctx *c, const uint8_t *p, const uint8_t *end, int
         e[V_STEP_MAX] = -1
         e[V_FIRST_START] = -1
         e[V_FIRST_LEN] = 0
-        if val == NULL:
+        if en.val == NULL:
             continue
         if section == 0:
-            if scan_feature(c, val, val_end, &fs) == NULL:
-                return NULL
+            if scan_feature(c, en.val, en.val_end, &fs) == NULL:
+                return False
             e[V_KIND] = fs.kind
             e[V_COUNT] = fs.count
             e[V_NBYTES] = fs.nbytes
@@ -1648,24 +1143,15 @@ cdef const uint8_t *survey_map(Ctx *c, const uint8_t *p, const uint8_t *end, int
                 e[V_FIRST_START] = fs.first - data
                 e[V_FIRST_LEN] = fs.first_len
             continue
-        s = val
-        while s < val_end:  # the FeatureList
-            t = s
-            s = tag(c, s, val_end, &field, &wt, W_FEATURE_LIST)
-            if s == NULL:
-                return NULL
-            if field != 1:
-                s = skip(c, t, s, val_end, field, wt, W_FEATURE_LIST)
-                if s == NULL:
-                    return NULL
-                continue
-            if wt != 2:
-                return fail(c, t, M_WRONG_WIRE, W_FEATURE_LIST, 1, wt)
-            s = delimited(c, s, val_end, &q, W_FEATURE_LIST)
-            if s == NULL:
-                return NULL
-            if scan_feature(c, s, q, &fs) == NULL:
-                return NULL
+        s = en.val
+        while True:  # the FeatureList
+            q = next_field(c, s, en.val_end, 1, W_FEATURE_LIST, &got, &step)
+            if q == NULL:
+                return False
+            if got == 0:
+                break
+            if scan_feature(c, step, q, &fs) == NULL:
+                return False
             s = q
             kind = <int>e[V_KIND]
             if fs.kind != 0:
@@ -1680,7 +1166,21 @@ cdef const uint8_t *survey_map(Ctx *c, const uint8_t *p, const uint8_t *end, int
             if fs.first != NULL and e[V_FIRST_START] < 0:
                 e[V_FIRST_START] = fs.first - data
                 e[V_FIRST_LEN] = fs.first_len
-    return p
+
+
+cdef bint survey_record(Ctx *c, const uint8_t *p, const uint8_t *end, int64_t record,
+                        const uint8_t *data, int64_t *out, Py_ssize_t cap,
+                        Py_ssize_t *n) noexcept nogil:
+    cdef int f
+    cdef const uint8_t *body
+    cdef const uint8_t *q
+    while True:  # Features [1] and, in a SequenceExample, FeatureLists [2]
+        q = next_field(c, p, end, 2, W_EXAMPLE, &f, &body)
+        if q == NULL or f == 0:
+            return q != NULL
+        if not survey_map(c, body, q, f - 1, record, data, out, cap, n):
+            return False
+        p = q
 
 
 def survey(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
@@ -1693,13 +1193,7 @@ def survey(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
     record `next record` (whose entries are not listed)."""
     cdef Py_ssize_t size = data.shape[0], r, n = 0, kept = 0
     cdef const uint8_t *base = &data[0] if size else EMPTY  # never NULL + offset
-    cdef const uint8_t *p
-    cdef const uint8_t *end
-    cdef const uint8_t *q
-    cdef const uint8_t *at
-    cdef uint64_t field
-    cdef int wt, status = ST_OK
-    cdef bint bad = False
+    cdef int status = ST_OK
     cdef Ctx c
     cdef Py_ssize_t cap = out.shape[0]
     cdef int64_t *o = &out[0, 0] if cap else NULL
@@ -1713,35 +1207,11 @@ def survey(const uint8_t[::1] data, const int64_t[::1] offsets, Py_ssize_t lo,
             status = ST_BAD_OFFSETS
         r = lo
         while status == ST_OK and r < hi:
-            c.base = p = base + offsets[r]
-            end = base + offsets[r + 1]
+            c.base = base + offsets[r]
             c.code = 0
             c.feature = -1
             kept = n
-            bad = False
-            while p < end:
-                at = p
-                p = tag(&c, p, end, &field, &wt, W_EXAMPLE)
-                if p == NULL:
-                    bad = True
-                    break
-                if field == 1 or field == 2:
-                    if wt != 2:
-                        fail(&c, at, M_WRONG_WIRE, W_EXAMPLE, <int64_t>field, wt)
-                        bad = True
-                        break
-                    p = delimited(&c, p, end, &q, W_EXAMPLE)
-                    if p == NULL or survey_map(&c, p, q, <int>field - 1, r, base, o, cap,
-                                               &n) == NULL:
-                        bad = True
-                        break
-                    p = q
-                else:
-                    p = skip(&c, at, p, end, field, wt, W_EXAMPLE)
-                    if p == NULL:
-                        bad = True
-                        break
-            if bad:
+            if not survey_record(&c, c.base, base + offsets[r + 1], r, base, o, cap, &n):
                 n = kept
                 status = ST_FULL if c.code == -1 else ST_MALFORMED
                 break

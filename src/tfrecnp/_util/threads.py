@@ -1,6 +1,6 @@
-"""Threads: the shared pools and the core count, and running work ahead in a background
-thread, a bounded number of items deep; exceptions surface in the consumer, and closing the
-consumer stops the thread."""
+"""Threads: the shared pools and the core count; the pieces of one piece of work run at once
+(run_parallel); and work run ahead in a background thread, a bounded number of items deep,
+whose exceptions surface in the consumer, and which stops when the consumer is closed."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 CPUS = os.cpu_count() or 1  # read once: os.cpu_count() reads /sys on every call
 
@@ -46,6 +47,52 @@ def _forget_pools() -> None:
 
 if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
     os.register_at_fork(after_in_child=_forget_pools)
+
+
+def run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
+    """[fn(0), ..., fn(count - 1)], computed by this thread and up to workers - 1 threads of
+    the "chunks" pool taking pieces from a shared counter. The caller never waits for a
+    helper that has not started (on a busy machine it may not get a core for milliseconds):
+    it does the work itself, and waits only for pieces a helper already took. Once it
+    returns, no helper refers to fn any more (one that starts late finds nothing), so the
+    buffers fn reads and fills are free for reuse (Spares) as soon as the caller drops
+    them."""
+    if count <= 1 or workers <= 1:
+        return [fn(k) for k in range(count)]
+    results: list[Any] = [None] * count
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+    taken = [0, 0]  # pieces taken, pieces finished
+    finished = threading.Event()
+    job = [fn]  # emptied when every piece is done
+
+    def work() -> None:
+        while True:
+            with lock:
+                k = taken[0]
+                if k >= count:
+                    return
+                taken[0] += 1
+                piece = job[0]
+            try:
+                results[k] = piece(k)
+            except BaseException as e:  # re-raised by the caller
+                errors.append(e)
+            del piece  # not held past the last piece
+            with lock:
+                taken[1] += 1
+                if taken[1] == count:
+                    finished.set()
+
+    pool = executor()
+    for _ in range(min(workers, count) - 1):
+        pool.submit(work)
+    work()
+    finished.wait()
+    job.clear()
+    if errors:
+        raise errors[0]
+    return results
 
 
 def run_ahead(items: Iterator, depth: int, fn: Callable | None = None) -> Iterator:

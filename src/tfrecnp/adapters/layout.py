@@ -26,11 +26,11 @@ class Column:
 def layout(spec: Any, pad: Any = None) -> dict[str, Column]:
     """name -> Column for the batches `batches(pad=pad)` serves from a dataset with `spec`."""
     if isinstance(spec, Sequence):
-        out = {name: _example_column(f) for name, f in spec.context.items()}
+        out = {spec.context_column(n): _example_column(f) for n, f in spec.context.items()}
         for name, f in spec.sequence.items():
             inner = _example_column(f)
-            if f.__class__ is VarLen:  # steps of lists: rows of rows
-                out[name] = Column(inner.dtype, (None, None, *inner.shape[1:]), 2)
+            if f.__class__ is VarLen:  # steps of lists: rows of rows (of rows: partitions)
+                out[name] = Column(inner.dtype, (None, *inner.shape), 1 + inner.ragged)
             else:
                 out[name] = Column(inner.dtype, (None, *inner.shape), 1)
     else:
@@ -45,8 +45,9 @@ def _example_column(f: Any) -> Column:
     decoded = f.decode_as() or f
     if isinstance(decoded, FixedLen):
         return Column(decoded.dtype, decoded.shape)
-    if isinstance(decoded, VarLen):
-        return Column(decoded.dtype, (None, *decoded.inner_shape), 1)
+    if isinstance(decoded, VarLen):  # a level of rows per record, and per partition
+        levels = decoded.ragged_rank
+        return Column(decoded.dtype, (*(None,) * levels, *decoded.inner_shape), levels)
     if isinstance(decoded, Raw):
         if decoded.ragged:
             return Column(decoded.dtype, (None, *decoded.row_shape), 1)

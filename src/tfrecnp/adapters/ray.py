@@ -3,9 +3,11 @@ TFRecord files (`write`), through Ray's public Datasource / Datasink API. Ray sc
 tfrecnp reads, checks CRCs, decodes and encodes.
 
 read: one read task per file, or per range of records of a large uncompressed file whose
-index is known (a `.idx` sidecar, or a header-only scan of a local file). Each task streams
-its bytes through `RecordReader` (remote files in requests of several MiB), decodes blocks
-with a `Decoder` built once per task, and hands Ray Arrow tables: dense columns as
+index is known (a `.idx` sidecar, or a header-only scan of a local file, made once by the
+driver and shared with its tasks through Ray's object store). Each task reads its records
+through `read_part`, the Dataset's block reader, which the caller above data/ hands in
+(the same sizing, pipelining, damage and image handling as a local pass), and hands Ray
+Arrow tables: dense columns as
 primitive columns (or Ray's tensor columns for shapes beyond one axis), Ragged as Arrow
 list columns (Ragged rows of an inner shape, a VarLen's inner_shape, as Ray's
 variable-shaped tensor columns: a row is one (n, *inner_shape) array), bytes as binary.
@@ -24,7 +26,7 @@ from __future__ import annotations
 import itertools
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -37,7 +39,8 @@ from ray.data.block import BlockAccessor, BlockMetadata
 
 from .._util import fs
 from .._util.sizing import records_per_batch
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, SchemaError
+from ..example.arrow import _Refused, column_from_arrow, to_arrow_array
 from ..example.columns import BytesColumn, Ragged
 from ..example.decode import Decoder
 from ..example.infer import infer_spec
@@ -48,7 +51,7 @@ from ..format.damage import check_on_error
 from ..format.frames import OVERHEAD_BYTES
 from ..format.index import index_path
 from ..format.paths import expand_paths
-from ..format.reader import RecordReader, file_compression, mean_frame_bytes, scan_file
+from ..format.reader import file_compression, mean_frame_bytes, scan_file
 
 __all__ = ["read", "write"]
 
@@ -62,10 +65,16 @@ PLAN_THREADS = 32  # the driver looks at this many files at a time when planning
 # --- reading ---------------------------------------------------------------------------------
 
 
+# read_part([path], spec, compression=, verify_crc=, on_error=, first=, rows=, index=, block=)
+# -> decoded blocks of records first..first + rows of one file (all of it, rows None)
+ReadPart = Callable[..., Iterator[dict[str, Any]]]
+
+
 @dataclass(frozen=True)
 class _Share:
     """What one read task reads: a whole file, or bytes start..stop of it holding records
-    first..first + rows (rows None when unknown)."""
+    first..first + rows (rows None when unknown); index: for a share of a file, a
+    reference to the file's RecordIndex in Ray's object store."""
 
     path: str
     compression: str | None
@@ -73,6 +82,7 @@ class _Share:
     rows: int | None = None
     span: tuple[int, int] | None = None
     first: int = 0
+    index: Any = None
 
 
 class TFRecordDatasource(Datasource):
@@ -86,6 +96,7 @@ class TFRecordDatasource(Datasource):
         compression: str | None,
         verify_crc: bool,
         on_error: str,
+        read_part: ReadPart,
         task_bytes: int = TASK_BYTES,
     ):
         self.paths = paths
@@ -93,6 +104,7 @@ class TFRecordDatasource(Datasource):
         self.compression = compression
         self.verify_crc = verify_crc
         self.on_error = on_error
+        self.read_part = read_part
         with ThreadPoolExecutor(PLAN_THREADS) as pool:  # a request or two per file, at once
             planned = pool.map(lambda p: _shares(p, compression, task_bytes), paths)
             self.shares = [s for group in planned for s in group]
@@ -113,7 +125,7 @@ class TFRecordDatasource(Datasource):
             )
             tasks.append(
                 ReadTask(
-                    _read_fn(share, self.spec, self.verify_crc, self.on_error),
+                    _read_fn(share, self.spec, self.verify_crc, self.on_error, self.read_part),
                     meta,
                     schema=self._schema,
                     per_task_row_limit=per_task_row_limit,
@@ -140,31 +152,35 @@ def _shares(path: str, compression: str | None, task_bytes: int) -> list[_Share]
     if size <= task_bytes or n < 2:
         return [_Share(path, kind, size, n)]
     ends = index.offsets + index.lengths + OVERHEAD_BYTES
+    shared = ray.put(index)  # once for all the file's tasks
     parts = max(1, round(size / task_bytes))
     cuts = np.unique(np.searchsorted(ends, np.linspace(0, size, parts + 1)[1:-1]))
     bounds = [0, *[int(c) + 1 for c in cuts if c + 1 < n], n]
     shares = []
     for a, b in itertools.pairwise(bounds):
         start, stop = int(index.offsets[a]), int(ends[b - 1])
-        shares.append(_Share(path, None, stop - start, b - a, (start, stop), a))
+        shares.append(_Share(path, None, stop - start, b - a, (start, stop), a, shared))
     return shares
 
 
-def _read_fn(share: _Share, spec: Any, verify_crc: bool, on_error: str):
+def _read_fn(share: _Share, spec: Any, verify_crc: bool, on_error: str, read_part: ReadPart):
     def read() -> Iterator[pa.Table]:
-        decoder = Decoder(spec)
-        reader = RecordReader(
-            share.path, compression=share.compression, verify_crc=verify_crc, on_error=on_error
+        index = ray.get(share.index) if share.index is not None else None
+        blocks = read_part(
+            [share.path],
+            spec,
+            compression=share.compression,
+            verify_crc=verify_crc,
+            on_error=on_error,
+            first=share.first,
+            rows=share.rows if share.span is not None else None,  # a whole file streams
+            index=index,
+            block=_block_rows(share),
         )
-        rows = _block_rows(share)
-        if share.span is None:
-            batches: Iterable = reader.batches(rows)
-        else:
-            batches = reader.span_batches(share.path, *share.span, share.first, rows)
         empty = True
-        for batch in batches:
+        for cols in blocks:
             empty = False
-            yield to_arrow(decoder.decode(batch))
+            yield to_arrow(cols)
         if empty:  # a block of the schema (Schema.empty_table cannot build tensor columns)
             yield _empty_table(spec)
 
@@ -181,7 +197,7 @@ def _block_rows(share: _Share) -> int:
 
 def _empty_table(spec: Any) -> pa.Table:
     """A block of no records, from an empty decode (so its schema always agrees)."""
-    from ..format.reader import RecordBatch
+    from ..format.payloads import RecordBatch
 
     empty = RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64))
     return to_arrow(Decoder(spec).decode(empty))
@@ -196,6 +212,7 @@ def read(
     paths: Any,
     spec: Any = None,
     *,
+    read_part: ReadPart,
     compression: str | None = "auto",
     verify_crc: bool = True,
     on_error: str = "raise",
@@ -215,6 +232,8 @@ def read(
     instead of failing the task.
     preserve_order=True (this dataset's execution option) keeps the files' order, as a
     local read gives it; False lets Ray hand out blocks as tasks finish.
+    read_part: the block reader each task reads its records with (given by
+    `tfrecnp.ray.read` and `Dataset.to_ray`, which live above the Dataset).
     """
     check_on_error(on_error)
     # absolute: read tasks run in workers whose working folder is not the driver's
@@ -230,6 +249,7 @@ def read(
         compression=compression,
         verify_crc=verify_crc,
         on_error=on_error,
+        read_part=read_part,
         task_bytes=task_bytes,
     )
     ds = ray.data.read_datasource(source, ray_remote_args=ray_remote_args or {})
@@ -241,28 +261,21 @@ def read(
 
 
 def to_arrow(columns: Mapping[str, Any]) -> pa.Table:
-    """Decoded columns as an Arrow table: 1-D arrays as primitive columns, arrays of more
-    axes as Ray tensor columns, Ragged as (large) list columns, or as Ray variable-shaped
-    tensor columns when its values have an inner shape; bytes as large binary."""
+    """Decoded columns as an Arrow table (a Ray block): the plain Arrow types of
+    `tfrecnp.example.arrow`, except arrays of more than one axis, as Ray tensor columns, and
+    Ragged rows of an inner shape, as Ray variable-shaped tensor columns (so Ray users get
+    one ndarray per row, as Ray's own readers give them)."""
     return pa.table({name: _arrow_column(col) for name, col in columns.items()})
 
 
 def _arrow_column(col: Any) -> pa.Array:
     if isinstance(col, Ragged) and isinstance(col.values, np.ndarray) and col.values.ndim > 1:
         return _variable_tensors(col)
-    if isinstance(col, Ragged):
-        values = _arrow_column(col.values)
-        return pa.LargeListArray.from_arrays(pa.array(col.row_splits, pa.int64()), values)
-    if isinstance(col, BytesColumn):
-        data = pa.py_buffer(np.ascontiguousarray(col.data))
-        offsets = pa.py_buffer(np.ascontiguousarray(col.offsets, np.int64))
-        return pa.Array.from_buffers(pa.large_binary(), len(col), [None, offsets, data])
-    arr = np.asarray(col)
-    if arr.ndim == 1:
-        return pa.array(arr)
-    from ray.data.extensions import ArrowTensorArray
+    if isinstance(col, np.ndarray) and col.ndim > 1 and not col.dtype.hasobject:
+        from ray.data.extensions import ArrowTensorArray
 
-    return ArrowTensorArray.from_numpy(np.ascontiguousarray(arr))
+        return ArrowTensorArray.from_numpy(np.ascontiguousarray(col))
+    return to_arrow_array(col)
 
 
 VARIABLE_TENSOR = "ray.data.arrow_variable_shaped_tensor"
@@ -312,7 +325,10 @@ def from_arrow(table: pa.Table, spec: Any = None) -> dict[str, Any]:
     for name in table.column_names:
         column = table.column(name)
         arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        col = _from_arrow(arr)
+        try:
+            col = _from_arrow(arr)
+        except _Refused as why:
+            raise SchemaError(f"column {name!r} {why}") from None
         if isinstance(col, np.ndarray) and col.dtype == object:
             col = _from_objects(col)
         feature = features.get(name)
@@ -335,23 +351,16 @@ def _from_objects(values: np.ndarray) -> Any:
 
 
 def _from_arrow(arr: pa.Array) -> Any:
+    """Ray's tensor columns by their extension type; every other type as
+    `tfrecnp.example.arrow` reads it."""
     kind = arr.type
-    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
-        offsets = np.asarray(arr.offsets, np.int64)
-        values = _from_arrow(arr.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0])))
-        return Ragged(values, offsets - offsets[0])
-    if pa.types.is_fixed_size_list(kind):
-        values = _from_arrow(arr.flatten())
-        return np.asarray(values).reshape(len(arr), kind.list_size, *np.shape(values)[1:])
-    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or pa.types.is_string(kind):
-        return BytesColumn.from_list(arr.to_pylist())
-    if isinstance(kind, pa.ExtensionType):
+    if isinstance(kind, pa.ExtensionType) and kind.extension_name.startswith("ray.data."):
         if kind.extension_name == VARIABLE_TENSOR:
             rows = _from_variable_tensors(arr)
             if rows is not None:
                 return rows
         return np.asarray(arr.to_numpy())
-    return arr.to_numpy(zero_copy_only=False)
+    return column_from_arrow(arr)
 
 
 # --- writing ---------------------------------------------------------------------------------

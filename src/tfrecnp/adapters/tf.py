@@ -163,6 +163,8 @@ def _rebuild(tf: Any, parts: tuple, col: Column) -> Any:
         leaf = tf.strings.substr(blob, offsets[:-1], offsets[1:] - offsets[:-1])
         if not col.ragged:
             return tf.reshape(leaf, (-1, *col.shape))
+        if col.shape[col.ragged :]:  # bytes in rows of an inner shape (issue 24)
+            leaf = tf.reshape(leaf, (-1, *col.shape[col.ragged :]))
     else:
         leaf, *splits = parts
     for s in reversed(splits):

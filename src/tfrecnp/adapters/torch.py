@@ -103,6 +103,12 @@ def to_tensors(columns: Mapping[str, Any]) -> dict[str, Any]:
                 inner = values.row_splits
                 offsets[name + INNER_OFFSETS_SUFFIX] = torch.from_numpy(inner - inner[0])
                 values = values.values[int(inner[0]) : int(inner[-1])]
+            if isinstance(values, Ragged):  # partitions (issue 24): more levels than names
+                raise ValueError(
+                    f"column {name!r} has {col.ragged_rank} ragged levels; tensors carry two "
+                    f"({name + OFFSETS_SUFFIX!r}, {name + INNER_OFFSETS_SUFFIX!r}): read it "
+                    "with ds.batches() or ds.to_tf(), or with fewer partitions"
+                )
             out[name] = _tensor(values)
             out.update(offsets)
         elif isinstance(col, (BytesColumn, Ragged)):

@@ -7,17 +7,13 @@ Every subcommand has --help; --json prints one JSON document for scripts. Exit s
 from __future__ import annotations
 
 import argparse
-import base64
 import itertools
 import json
-import os
 import sys
 import time
 import warnings
 from collections.abc import Sequence
 from typing import Any
-
-import numpy as np
 
 from .._util import fs
 from .._util.optional import wrapped_interrupt
@@ -26,9 +22,11 @@ from .._util.text import format_count, format_size
 from .._version import __version__
 from ..errors import CorruptRecordError, TFRecordError
 from ..format.index import write_index
+from ..format.inflate_index import index_checkpoints
 from ..format.paths import expand_paths
 from ..format.reader import file_compression, scan_file
 from ..format.verify import verify
+from .show import describe_column, disk_size, jsonable, record_lines, summarize, table_lines
 
 
 def _add_common(p: argparse.ArgumentParser, *, paths: bool = True) -> None:
@@ -87,13 +85,11 @@ def cmd_index(args: argparse.Namespace) -> int:
     with Progress("index", total_bytes=sum(sizes), enabled=show) as bar:
         for path, size in zip(paths, sizes, strict=True):
             compression = file_compression(path, _compression(args))
-            if compression:
-                raise TFRecordError(
-                    f"{path} is {compression}-compressed: byte offsets only index uncompressed "
-                    "files; decompress it first (e.g. `gunzip`) or read it without an index"
-                )
-            index = scan_file(path, compression=None, use_index=False)
-            rows.append({"path": path, "index": write_index(index), "records": len(index)})
+            index = scan_file(path, compression=compression, use_index=False)
+            # issue 26: GZIP / ZLIB shards get inflate checkpoints too, before their .idx
+            made = index_checkpoints(path, compression) if compression else None
+            row = {"path": path, "index": write_index(index), "records": len(index)}
+            rows.append(row if made is None else {**row, "checkpoints": made})
             bar.update(len(index), size)
     if args.json:
         print(json.dumps({"files": rows}))
@@ -266,8 +262,8 @@ def convert_records(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     with load(path) as arrays:
         records = arrays.records
-        columns = {name: _describe_column(col) for name, col in arrays.items()}
-    size = _disk_size(path)
+        columns = {name: describe_column(col) for name, col in arrays.items()}
+    size = disk_size(path)
     if args.json:
         print(
             json.dumps(
@@ -295,61 +291,6 @@ def convert_records(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe_column(col: object) -> str:
-    """'int64 [N, 3]', 'Ragged int64 (N rows, 1 234 values)', 'bytes (N values, 12 KiB)'."""
-    from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
-
-    if isinstance(col, (Ragged, LazyRagged)):
-        values = col.values
-        if isinstance(values, (Ragged, LazyRagged)):
-            return f"Ragged of Ragged ({format_count(len(col))} rows)"
-        if isinstance(values, (BytesColumn, LazyBytes)):
-            n, k = format_count(len(col)), format_count(len(values))
-            return f"Ragged bytes ({n} rows, {k} values)"
-        inner = "".join(f", {d}" for d in values.shape[1:])
-        return (
-            f"Ragged {values.dtype} [N, None{inner}] ({format_count(len(col))} rows, "
-            f"{format_count(values.shape[0])} values)"
-        )
-    if isinstance(col, (BytesColumn, LazyBytes)):
-        return f"bytes ({format_count(len(col))} values)"
-    shape = ", ".join(str(d) for d in col.shape)
-    return f"{col.dtype} [{shape}]"
-
-
-def _disk_size(path: str) -> int:
-    if os.path.isfile(path):
-        return os.path.getsize(path)
-    return sum(
-        os.path.getsize(os.path.join(folder, name))
-        for folder, _, names in os.walk(path)
-        for name in names
-    )
-
-
-def summarize(value: object, width: int = 60) -> str:
-    """One readable line for a decoded value: arrays summarised, bytes shortened."""
-    if value is None:
-        return "-"
-    if isinstance(value, bytes):
-        shown = repr(value[:24]) + ("..." if len(value) > 24 else "")
-        return f"{shown} ({format_count(len(value))} byte{'s' if len(value) != 1 else ''})"
-    if isinstance(value, np.ndarray) and value.dtype == object:
-        value = value.tolist()
-    if isinstance(value, (list, tuple)) or hasattr(value, "to_list"):
-        items = value.to_list() if hasattr(value, "to_list") else list(value)
-        inner = ", ".join(summarize(v, 20) for v in items[:4])
-        return f"[{inner}{', ...' if len(items) > 4 else ''}] ({len(items)} items)"
-    array = np.asarray(value)
-    if array.ndim == 0:
-        return str(array.item())
-    text = np.array2string(
-        array.ravel(), threshold=8, edgeitems=3, precision=4, separator=", ", max_line_width=10**6
-    )
-    shape = "x".join(map(str, array.shape))
-    return f"{array.dtype}[{shape}] {text}"[: width + 40]
-
-
 def _array_dataset(args: argparse.Namespace) -> Any:
     """The array file of `paths` opened as a Dataset, or None when they are TFRecords."""
     from ..data.opener import is_array_source, open
@@ -368,15 +309,13 @@ def _inspect_arrays(ds: Any, args: argparse.Namespace) -> int:
         print(spec_to_json(ds.spec))
         return 0
     path = args.paths[0]
-    print(f"{path}: {format_count(len(ds))} records, {format_size(_disk_size(path))}, arrays")
+    print(f"{path}: {format_count(len(ds))} records, {format_size(disk_size(path))}, arrays")
     first = ds[0] if len(ds) else {}
     spec = ds.spec.context | ds.spec.sequence if isinstance(ds.spec, Sequence) else ds.spec
     rows = [("name", "spec", "example")]
     for name, feature in spec.items():
         rows.append((name, feature.spell(), summarize(first[name], 40) if first else "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(2)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[2])
+    print("\n".join(table_lines(rows)))
     print(f"\nread it with: tn.open({path!r}{_key_arg(args)})")
     return 0
 
@@ -413,9 +352,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         example = summarize(f.example, 40) + ("; " + "; ".join(f.notes) if f.notes else "")
         spec = f.feature.spell() if f.feature is not None else "-"
         rows.append((name, f.kind, spec, lengths, f"{f.present:.0%}", example))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    for r in rows:
-        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[5])
+    print("\n".join(table_lines(rows)))
     print("\nsave this spec with: tfrecnp inspect PATH --json > spec.json")
     return 0
 
@@ -528,32 +465,15 @@ def cmd_head(args: argparse.Namespace) -> int:
         print(
             json.dumps(
                 [
-                    {"path": p, "record": i, **{k: _jsonable(v) for k, v in vals.items()}}
+                    {"path": p, "record": i, **{k: jsonable(v) for k, v in vals.items()}}
                     for p, i, vals in records
                 ]
             )
         )
         return 0
     for path, index, values in records:
-        print(f"record {index} of {path}")
-        width = max(map(len, values), default=0)
-        for name, value in values.items():
-            print(f"  {name.ljust(width)}  {summarize(value)}")
+        print("\n".join(record_lines(f"record {index} of {path}", values)))
     return 0
-
-
-def _jsonable(value: object) -> object:
-    if isinstance(value, bytes):
-        return {"base64": base64.b64encode(value).decode()}
-    if hasattr(value, "to_list"):
-        return [_jsonable(v) for v in value.to_list()]
-    if isinstance(value, np.ndarray):
-        return value.tolist() if value.dtype != object else [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, list):
-        return [_jsonable(v) for v in value]
-    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -581,7 +501,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="write PATH.idx sidecar index files",
         description="Write a PATH.idx file per input with one `offset length` line per record "
         "(length counts the whole frame), the format NVIDIA DALI's tfrecord2idx and "
-        "vahidk/tfrecord use. tfrecnp reads these sidecars for fast counting and random access.",
+        "vahidk/tfrecord use. tfrecnp reads these sidecars for fast counting and random access. "
+        "A GZIP / ZLIB file's offsets count its decompressed stream, and it also gets "
+        "PATH.zran.idx, the inflate checkpoints that read it by position (needs the gzip extra).",
     )
     _add_common(p)
     _add_no_progress(p)
@@ -799,6 +721,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_common(p, paths=False)
     p.set_defaults(run=cmd_demo)
+
+    from .tfds import add_tfds  # TFDS folders: --split on inspect / head / convert (cli/tfds.py)
+
+    add_tfds(sub, show=summarize, jsonable=jsonable)
     return parser
 
 

@@ -28,6 +28,7 @@ from ..arrays.access import memmap_reference, read_rows, read_span, spec_of_colu
 from ..arrays.sources import ArraySource, common_length, open_arrays
 from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from ..example.padding import feature_names
+from ..format.payloads import Origins
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, _nbytes
 from .files import RandomAccessError
@@ -238,7 +239,7 @@ class TableSource(Source):
             if release is not None:
                 release(a, b)
         name = self.table.name
-        return Block(cols, b - a, where=lambda r: (name, a + r))
+        return Block(cols, b - a, origins=Origins.run(name, a, b - a))
 
     def estimate_nbytes(self, start: int, stop: int | None) -> tuple[int, int]:
         """(bytes of to_numpy's result, 0): from the arrays' shapes, and for variable-length

@@ -13,9 +13,10 @@ block.
 Shuffling with a buffer (`shuffle=N`) works on blocks of serialized records, as tf.data's
 buffer does: each incoming block joins a pool of N records, a block's worth leaves, drawn
 uniformly from the whole pool and copied once into place by the core (big records: left
-where the pool holds them, a PooledBatch the decoder reads there), and is decoded as a
-block. Every record is emitted once, the order is a pure function of the seed, and memory
-is the pool plus a block or two.
+where the pool holds them, a RecordBatch of spans the decoder reads there), and is decoded
+as a block. Every record is emitted once, the order is a pure function of the seed, and
+memory is the pool plus a block or two. One pool (`shuffle_pool`) serves payloads and
+decoded blocks alike.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from .._core import framing
 from .._util.sizing import records_per_batch
 from .._util.spares import Spares
 from ..example.columns import BytesColumn, Column, concat_columns, slice_column, take_column
-from ..format.reader import PooledBatch, RecordBatch
+from ..format.payloads import Origins, RecordBatch
 
 Batch = dict[str, Column]
 
@@ -42,13 +43,21 @@ BLOCK_RECORDS = (1, 1 << 16)  # ... but at least / at most this many records per
 @dataclass(frozen=True)
 class Block:
     """Decoded records: `cols` holds `n` rows of each feature; `nbytes`, the payload bytes
-    they were decoded from (for progress lines); where(row), the row's (file, record
-    number), for messages."""
+    they were decoded from (for progress lines); `origins`, each row's file and record,
+    for messages (None where rows have none to name)."""
 
     cols: Batch
     n: int
     nbytes: int = 0
-    where: Callable[[int], tuple[str, int]] | None = None
+    origins: Origins | None = None
+
+    def __len__(self) -> int:
+        return self.n
+
+    @property
+    def where(self) -> Callable[[int], tuple[str, int]] | None:
+        """where(row) -> (path, record), or None."""
+        return self.origins.where if self.origins is not None else None
 
     def rows(self, a: int, b: int) -> Batch:
         return {name: slice_column(col, a, b) for name, col in self.cols.items()}
@@ -65,15 +74,9 @@ def concat_blocks(blocks: list[Block]) -> Block:
         return blocks[0]
     names = blocks[0].cols
     cols = {name: concat_columns([b.cols[name] for b in blocks]) for name in names}
-    firsts = np.cumsum([0, *[b.n for b in blocks]])
-    wheres = [b.where for b in blocks]
-
-    def where(r: int) -> tuple[str, int]:
-        k = int(np.searchsorted(firsts, r, side="right")) - 1
-        return wheres[k](r - int(firsts[k]))  # type: ignore[misc]
-
-    known = all(w is not None for w in wheres)
-    return Block(cols, int(firsts[-1]), sum(b.nbytes for b in blocks), where if known else None)
+    known = [b.origins for b in blocks if b.origins is not None]
+    origins = Origins.concat(known) if len(known) == len(blocks) else None
+    return Block(cols, sum(b.n for b in blocks), sum(b.nbytes for b in blocks), origins)
 
 
 def serve(
@@ -114,47 +117,39 @@ def serve(
         yield finish(cols) if finish else cols
 
 
-def shuffle_blocks(
-    blocks: Iterable[Block],
+def shuffle_pool(
+    items: Iterable[Any],
     buffer: int,
     rng: np.random.Generator,
-    align: int = 1,
-    spares: Spares | None = None,
-    take: Callable[[dict[int, Block], np.ndarray, np.ndarray], Any] | None = None,
+    align: int,
+    take: Callable[[dict[int, Any], np.ndarray, np.ndarray], Any],
+    compact: Callable[[dict[int, Any], np.ndarray, np.ndarray], Any],
 ) -> Iterator[Any]:
-    """The rows of `blocks` in a random order drawn through a pool of `buffer` rows: each
-    block joins the pool, and once it holds more than `buffer` rows, a multiple of `align`
-    of them leave it (as many as the blocks brought, rounded down: the pool holds up to
-    buffer + align rows), picked uniformly from the whole pool, gathered per column from
-    the blocks that hold them and put in a random order. The rest of the pool leaves,
-    shuffled, at the end, in blocks as large as the largest that came in. With `align` the
-    block size (a whole number of batches), no batch straddles two blocks, so none is
-    copied together from two.
+    """The rows of `items` (blocks, or batches of payloads) in a random order drawn through
+    a pool of `buffer` rows: each item joins the pool, and once it holds more than `buffer`
+    rows, a multiple of `align` of them leave it (as many as the items brought, rounded
+    down: the pool holds up to buffer + align rows), picked uniformly from the whole pool,
+    as take(held, item ids, rows) puts them together, in a random order. The rest of the
+    pool leaves, shuffled, at the end, as large as the largest item that came in. With
+    `align` the block size (a whole number of batches), no batch straddles two blocks.
 
-    The pool is a list of blocks plus the (block, row) of every row still in it; a block is
-    dropped once none of its rows remain. When the blocks held grow past twice what the
-    pool needs, the rows left in mostly emptied blocks are copied into one new block, so a
-    row is copied about twice however large the buffer. Bytes columns are gathered into
-    buffers from `spares` when given (the pages of blocks already dropped). take(held,
-    blocks, rows), when given, hands out the rows leaving instead of a gathered Block."""
-    gather = functools.partial(_gather, spares=spares)
-
-    def gathered(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray) -> Block:
-        return gather(held, ids, rows, np.arange(len(ids)))
-
-    take = take or gathered
-    held: dict[int, Block] = {}
-    size = align  # rows per block leaving at the end: the largest block that came in
-    live_b = np.empty(0, np.int64)  # block id of each row in the pool
-    live_r = np.empty(0, np.int64)  # its row in that block
+    The pool is a dict of items plus the (item, row) of every row still in it; an item is
+    dropped once none of its rows remain. When the items held grow past twice what the
+    pool needs, the rows left in mostly emptied ones are copied into one new item by
+    `compact`, so a row is copied about twice however large the buffer."""
+    held: dict[int, Any] = {}
+    size = align  # rows per item leaving at the end: the largest that came in
+    live_b = np.empty(0, np.int64)  # item id of each row in the pool
+    live_r = np.empty(0, np.int64)  # its row in that item
     next_id = 0
-    for block in blocks:
-        if not block.n:
+    for item in items:
+        n = len(item)
+        if not n:
             continue
-        held[next_id] = block
-        size = max(size, block.n)
-        live_b = np.concatenate([live_b, np.full(block.n, next_id, np.int64)])
-        live_r = np.concatenate([live_r, np.arange(block.n, dtype=np.int64)])
+        held[next_id] = item
+        size = max(size, n)
+        live_b = np.concatenate([live_b, np.full(n, next_id, np.int64)])
+        live_r = np.concatenate([live_r, np.arange(n, dtype=np.int64)])
         next_id += 1
         going = (len(live_b) - buffer) // align * align
         if going <= 0:
@@ -167,25 +162,39 @@ def shuffle_blocks(
         counts = np.bincount(live_b, minlength=next_id)
         ids = np.flatnonzero(counts)
         counts = counts[ids]
-        held = {int(i): held[int(i)] for i in ids}  # blocks emptied are dropped
-        if sum(b.n for b in held.values()) > 2 * (buffer + align) + block.n:  # compact the pool
-            sizes = np.array([held[int(i)].n for i in ids])
-            sparse = ids[counts * 2 < sizes]  # blocks less than half full
+        held = {int(i): held[int(i)] for i in ids}  # items emptied are dropped
+        if sum(map(len, held.values())) > 2 * (buffer + align) + n:  # compact the pool
+            sizes = np.array([len(held[int(i)]) for i in ids])
+            sparse = ids[counts * 2 < sizes]  # items less than half full
             if not len(sparse):
                 continue
             move = np.isin(live_b, sparse)
             kept = int(move.sum())
-            merged = gather(held, live_b[move], live_r[move], np.arange(kept))
+            merged = compact(held, live_b[move], live_r[move])
             for i in sparse.tolist():
                 del held[i]
             held[next_id] = merged
             live_b[move] = next_id
             live_r[move] = np.arange(kept)
             next_id += 1
-    rest = rng.permutation(len(live_b))  # a block at a time: never the whole pool at once
+    rest = rng.permutation(len(live_b))  # an item at a time: never the whole pool at once
     for a in range(0, len(rest), size):
         picks = rest[a : a + size]
         yield take(held, live_b[picks], live_r[picks])
+
+
+def shuffle_blocks(
+    blocks: Iterable[Block],
+    buffer: int,
+    rng: np.random.Generator,
+    align: int = 1,
+    spares: Spares | None = None,
+) -> Iterator[Block]:
+    """Decoded rows through the pool (`shuffle_pool`): each leaving block gathered per
+    column from the blocks that hold its rows; bytes columns into buffers from `spares`
+    when given (the pages of blocks already dropped)."""
+    gather = functools.partial(_gather, spares=spares)
+    return shuffle_pool(blocks, buffer, rng, align, gather, gather)
 
 
 def shuffle_records(
@@ -195,64 +204,37 @@ def shuffle_records(
     align: int = 1,
     spares: Spares | None = None,
     pooled: bool = False,
-) -> Iterator[RecordBatch | PooledBatch]:
-    """Record payloads in a random order drawn through a pool of `buffer` records (see
-    shuffle_blocks): records are shuffled before they are decoded, as tf.data shuffles
-    serialized records, so each is copied once in the pool and decoded once. pooled: the
-    records leaving are handed out where the pool holds them (PooledBatch), not copied
-    together: for big records, whose decoding copies each once anyway."""
-    blocks = (
-        Block(
-            {"": BytesColumn.from_offsets(b.data, b.offsets, validate=False)},
-            len(b),
-            where=b.locator(),
-        )
-        for b in batches
-    )
-    if not pooled:
-        for block in shuffle_blocks(blocks, buffer, rng, align, spares):
-            payloads = block.cols[""]
-            yield PlacedBatch(payloads.data, payloads.offsets, place=block.where)
-        return
-    yield from shuffle_blocks(blocks, buffer, rng, align, spares, take=_pooled)
+) -> Iterator[RecordBatch]:
+    """Record payloads through the pool (`shuffle_pool`): records are shuffled before they
+    are decoded, as tf.data shuffles serialized records, so each is copied once in the pool
+    and decoded once. The records leaving are copied together into a buffer from `spares`,
+    or, pooled, handed out where the pool holds them (their decoding copies big records
+    once anyway)."""
+
+    def rows(held: dict[int, RecordBatch], ids: np.ndarray, picked: np.ndarray) -> RecordBatch:
+        return RecordBatch.pool(list(held.values()), _positions(held, ids), picked)
+
+    def copied(held: dict[int, RecordBatch], ids: np.ndarray, picked: np.ndarray) -> RecordBatch:
+        return rows(held, ids, picked).packed(spares)
+
+    return shuffle_pool(batches, buffer, rng, align, rows if pooled else copied, copied)
 
 
-def _pooled(held: dict[int, Block], ids: np.ndarray, rows: np.ndarray) -> PooledBatch:
-    """Rows (ids[k], rows[k]) of the held payload blocks, left where they are."""
-    parts, which, starts, ends = _spans(held, "", ids, rows)
-    wheres = [b.where for b in held.values()]
-
-    def place(r: int) -> tuple[str, int]:
-        return wheres[int(which[r])](int(rows[r]))  # type: ignore[misc]
-
-    return PooledBatch(parts, which, starts, ends, place)
-
-
-@dataclass(frozen=True)
-class PlacedBatch(RecordBatch):
-    """Payloads drawn from many batches: place(row) names each row's file and record."""
-
-    place: Callable[[int], tuple[str, int]] | None = None
-
-    def where(self, row: int) -> tuple[str, int]:
-        return self.place(row) if self.place is not None else super().where(row)
-
-    def locator(self) -> Callable[[int], tuple[str, int]]:
-        return self.place if self.place is not None else super().locator()
+def _positions(held: dict[int, Any], ids: np.ndarray) -> np.ndarray:
+    """The position in `held` (in its order) of each item id."""
+    keys = np.fromiter(held, np.int64, len(held))
+    sorter = np.argsort(keys)
+    return sorter[np.searchsorted(keys, ids, sorter=sorter)]
 
 
 def _gather(
-    held: dict[int, Block],
-    ids: np.ndarray,
-    rows: np.ndarray,
-    place: np.ndarray,
-    spares: Spares | None = None,
+    held: dict[int, Block], ids: np.ndarray, rows: np.ndarray, spares: Spares | None = None
 ) -> Block:
-    """The rows (ids[k], rows[k]) of the held blocks, row k at place[k] of the output.
-    Bytes columns (the payloads of a shuffle pool) are copied from every block in one core
-    call, straight into place; dense columns per block, straight into place; the others
-    are gathered per block, joined, and put in order."""
+    """Row k of the output is row rows[k] of held block ids[k]. Bytes columns are copied
+    from every block in one core call, straight into place; dense columns per block,
+    straight into place; the others are gathered per block, joined, and put in order."""
     n = len(ids)
+    place = np.arange(n)
     first = held[int(ids[0])].cols if n else {}
     cols: Batch = {}
     groups = None
@@ -271,14 +253,12 @@ def _gather(
             joined = concat_columns([take_column(held[bid].cols[name], r) for bid, r, _ in groups])
             placed = np.concatenate([p for _, _, p in groups])
             cols[name] = take_column(joined, np.argsort(placed))
-    wheres = {bid: b.where for bid, b in held.items()}
-    known = all(w is not None for w in wheres.values())
-
-    def where(r: int) -> tuple[str, int]:
-        k = int(np.flatnonzero(place == r)[0])  # which pick went to row r (for messages)
-        return wheres[int(ids[k])](int(rows[k]))  # type: ignore[misc]
-
-    return Block(cols, n, where=where if known else None)
+    origins = None
+    if all(b.origins is not None for b in held.values()):
+        firsts = np.cumsum([0, *[b.n for b in held.values()]])
+        joined = Origins.concat([b.origins for b in held.values()])  # type: ignore[misc]
+        origins = joined.take(firsts[_positions(held, ids)] + rows)
+    return Block(cols, n, origins=origins)
 
 
 def _groups(ids: np.ndarray, rows: np.ndarray, place: np.ndarray) -> list:
@@ -317,9 +297,7 @@ def _spans(
     """Where row rows[k] of block ids[k] of bytes column `name` lies: (the held blocks'
     data buffers, in the order of `held`; the buffer of each row; its start and end)."""
     columns = [b.cols[name] for b in held.values()]
-    keys = np.fromiter(held, np.int64, len(held))
-    sorter = np.argsort(keys)
-    which = sorter[np.searchsorted(keys, ids, sorter=sorter)]  # the part of each pick
+    which = _positions(held, ids)  # the part of each pick
     firsts = np.cumsum([0, *[len(c.offsets) for c in columns]])
     offsets = np.concatenate([c.offsets for c in columns])
     at = firsts[which] + rows

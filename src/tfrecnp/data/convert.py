@@ -1,5 +1,6 @@
 """Array files -> TFRecord files: each array a feature, each row a record (the reverse of
-`Dataset.save`), and `tn.convert`, which picks the direction from its source."""
+`Dataset.save`); Parquet / Arrow IPC files -> TFRecord files; any source -> Parquet; and
+`tn.convert`, which picks the direction from its source and its output."""
 
 from __future__ import annotations
 
@@ -7,10 +8,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .._util import fs
 from ..arrays.sources import array_format, open_arrays
-from ..example.write import WriteResult, write
+from ..example.write import Writer, WriteResult, write
 from ..format.paths import Paths
+from .blocks import block_records
 from .opener import ARRAY_SUFFIXES, fetch_remote_arrays, is_array_source, open
+from .parquet import PARQUET_SUFFIXES, is_arrow_source, save_parquet
 
 
 def convert_arrays(
@@ -73,10 +77,13 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
     Parameters
     ----------
     src : str, os.PathLike or list
-        TFRecord files (a file, glob, directory or list), or an array file (.npy, .npz,
-        HDF5, Zarr, a folder of .npy); local or a URL of any fsspec filesystem.
+        TFRecord files (a file, glob, directory or list), an array file (.npy, .npz,
+        HDF5, Zarr, a folder of .npy), or Parquet / Arrow IPC files (a file, a folder of
+        part files, a glob); local or a URL of any fsspec filesystem.
     dst : str or os.PathLike
-        Where to write: an array output for TFRecords, TFRecord files for arrays.
+        Where to write: an array output for TFRecords, TFRecord files for arrays and
+        Parquet; a ``.parquet`` file (or, with format="parquet" and a trailing "/" or
+        file_bytes=, a folder of part files) for any source.
     **options
         TFRecords -> arrays: those of `tn.open` (spec, compression, verify_crc, on_error,
         storage_options), `select`, and those of `Dataset.save` (format, progress,
@@ -84,12 +91,23 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
         ``tn.open(src, ...).select(select).save(dst, ...)``.
         Arrays -> TFRecords: those of `convert_arrays` (feature, key, encoding,
         compression, records_per_shard, index, progress, verify, storage_options).
+        Parquet -> TFRecords: those of `convert_arrow_files`.
+        -> Parquet: those of `tn.open` and `select`, and text, row_group_bytes,
+        file_bytes, parquet_compression (default "zstd"), progress, overwrite.
 
     Returns
     -------
     str or WriteResult
         The output path (to arrays), or the written files and their spec (to TFRecords).
     """
+    if (
+        options.get("format") == "parquet"
+        or "file_bytes" in options
+        or str(dst).lower().rstrip("/").endswith(PARQUET_SUFFIXES)
+    ):
+        return _to_parquet(src, dst, options)
+    if is_arrow_source(src, options.get("storage_options")):
+        return convert_arrow_files(src, dst, **options)
     if is_array_source(src, options.get("storage_options")):
         return convert_arrays(src, dst, **options)
     open_options = {
@@ -102,3 +120,54 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
     if select is not None:
         ds = ds.select(select)
     return ds.save(dst, **options)
+
+
+OPEN_OPTIONS = ("spec", "compression", "verify_crc", "on_error", "storage_options", "key")
+
+
+def _to_parquet(src: Paths, dst: str | os.PathLike, options: dict[str, Any]) -> str:
+    """Any source -> Parquet, a row group at a time (`save_parquet`)."""
+    options = dict(options)
+    options.pop("format", None)
+    open_options = {k: options.pop(k) for k in OPEN_OPTIONS if k in options}
+    if "parquet_compression" in options:  # compression= is the TFRecords' (tn.open's)
+        options["compression"] = options.pop("parquet_compression")
+    select = options.pop("select", None)
+    ds = open(src, **open_options)
+    if select is not None:
+        ds = ds.select(select)
+    return save_parquet(ds, dst, **options)
+
+
+def convert_arrow_files(
+    src: Paths,
+    dst: str | os.PathLike,
+    *,
+    spec: Any = None,
+    encoding: str | Mapping[str, str | None] | None = None,
+    compression: str | None = None,
+    records_per_shard: int | None = None,
+    index: bool = False,
+    progress: bool = True,
+    storage_options: dict | None = None,
+) -> WriteResult:
+    """Parquet / Arrow IPC files -> TFRecord files, a block of rows at a time (bounded
+    memory): each column a feature (lists -> VarLen, fixed-size lists -> FixedLen of their
+    shape, strings -> bytes), each row a record. spec picks columns by name; the other
+    options are `write`'s. A column TFRecord cannot hold raises tn.SchemaError naming it.
+    """
+    ds = open(src, spec, storage_options=storage_options)
+    writer = Writer(
+        dst,
+        encoding=encoding,
+        compression=compression,
+        records_per_shard=records_per_shard,
+        index=index,
+        progress=progress,
+        storage_options=storage_options,
+    )
+    with writer:
+        for block in ds._blocks(block_records(1, ds._mean_record_bytes()), prefetch=1):
+            writer.write_batch(block.cols)
+    size = sum(fs.size(p) for p in writer.paths)
+    return WriteResult(writer.paths, writer.spec, writer.records, size)

@@ -342,26 +342,7 @@ class Dataset:
         half of the memory available now) it raises tn.MemoryBudgetError naming the
         streaming alternatives, batches() and save().
         """
-        estimate, sampled = self.estimate_nbytes()
-        available = available_memory()
-        budget = max_bytes if max_bytes is not None else (available // 2 if available else None)
-        if budget is not None and estimate > budget:
-            n = len(self)
-            why = (
-                f"max_bytes={format_count(budget)}"
-                if max_bytes is not None
-                else f"half of the {format_size(available)} of memory available"
-            )
-            error = MemoryBudgetError(
-                f"to_numpy() would need about {format_size(estimate)} for "
-                f"{format_count(n)} records (estimated from {format_count(sampled)} decoded "
-                f"records), over the budget of {format_size(budget)} ({why}). Stream it "
-                "instead: `for batch in ds.batches(1024): ...`, or write it to disk with "
-                "ds.save('out/') and open that memory-mapped with tn.load('out/'); or pass "
-                "a larger max_bytes="
-            )
-            error.estimate, error.budget = estimate, budget
-            raise error
+        self._check_memory("to_numpy()", max_bytes)
         n = len(self)
         out: dict[str, Any] = {}
         parts: dict[str, list] = {}
@@ -397,6 +378,106 @@ class Dataset:
             else:
                 result[name] = concat_columns(parts[name])
         return self._as_batch(result)
+
+    def _check_memory(self, call: str, max_bytes: int | None) -> None:
+        """Raise MemoryBudgetError when `call` would hold more than max_bytes (default:
+        half of the memory available now), naming the streaming alternatives."""
+        estimate, sampled = self.estimate_nbytes()
+        available = available_memory()
+        budget = max_bytes if max_bytes is not None else (available // 2 if available else None)
+        if budget is not None and estimate > budget:
+            n = len(self)
+            why = (
+                f"max_bytes={format_count(budget)}"
+                if max_bytes is not None
+                else f"half of the {format_size(available)} of memory available"
+            )
+            stream = (
+                "ds.arrow_reader() (a pyarrow.RecordBatchReader), or write it to Parquet with "
+                "tn.convert(src, 'out.parquet')"
+                if call != "to_numpy()"
+                else "`for batch in ds.batches(1024): ...`, or write it to disk with "
+                "ds.save('out/') and open that memory-mapped with tn.load('out/')"
+            )
+            error = MemoryBudgetError(
+                f"{call} would need about {format_size(estimate)} for "
+                f"{format_count(n)} records (estimated from {format_count(sampled)} decoded "
+                f"records), over the budget of {format_size(budget)} ({why}). Stream it "
+                f"instead: {stream}; or pass a larger max_bytes="
+            )
+            error.estimate, error.budget = estimate, budget
+            raise error
+
+    # -- Arrow --------------------------------------------------------------------------------
+
+    def arrow_reader(
+        self, batch_size: int | None = None, *, text: Iterable[str] | bool = ()
+    ) -> Any:
+        """The records as a ``pyarrow.RecordBatchReader``: Arrow's stream, which DuckDB,
+        polars, pandas and pyarrow (Parquet, datasets) take a batch at a time, so memory
+        stays at a few blocks. Dense columns are (fixed-size lists of) primitives, Ragged
+        are large lists, bytes are large binary; see `tfrecnp.example.arrow` for the types
+        and what is zero-copy. Needs pyarrow (``pip install 'tfrecnp[arrow]'``).
+
+        Parameters
+        ----------
+        batch_size : int, optional
+            Rows per Arrow batch; None hands over each decoded block (thousands of rows,
+            about 4 MiB) as it is, which costs least.
+        text : list of str or bool
+            Bytes features given as UTF-8 strings (True: every bytes feature); a value that
+            is not UTF-8 raises tn.SchemaError naming the feature.
+        """
+        from ..adapters.arrow import arrow_reader
+
+        if batch_size is None:
+            blocks = self._blocks(block_records(1, self._mean_record_bytes()))
+            batches: Iterable[Batch] = (self._as_batch(b.cols) for b in blocks)
+        else:
+            batches = self.batches(batch_size)
+        return arrow_reader(batches, self.source.empty, text=text)
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow C stream of `arrow_reader()`: DuckDB (``duckdb.sql("select ... from
+        ds")``), polars (``pl.DataFrame(ds)``) and pyarrow read a Dataset directly."""
+        return self.arrow_reader().__arrow_c_stream__(requested_schema)
+
+    def to_arrow(self, *, max_bytes: int | None = None, text: Iterable[str] | bool = ()) -> Any:
+        """Every record as one ``pyarrow.Table``, after the memory check of `to_numpy`
+        (tn.MemoryBudgetError above max_bytes, default half the memory available).
+        Types as `arrow_reader` gives them; text as there."""
+        self._check_memory("to_arrow()", max_bytes)
+        return self.arrow_reader(text=text).read_all()
+
+    def to_pandas(self, *, max_bytes: int | None = None, text: Iterable[str] | bool = ()) -> Any:
+        """Every record as a pandas DataFrame (through `to_arrow`, with its memory check):
+        numbers as columns of numbers, bytes as bytes objects (str for `text` features),
+        Ragged and dense rows of several values as one NumPy array per cell. Needs pandas."""
+        from .._util.optional import require
+
+        require("pandas", "arrow")
+        self._check_memory("to_pandas()", max_bytes)
+        return self.arrow_reader(text=text).read_pandas()
+
+    def to_hf(self, *, max_bytes: int | None = None, text: Iterable[str] | bool = ()) -> Any:
+        """Every record as an in-memory Hugging Face ``datasets.Dataset`` (through
+        `to_arrow`, with its memory check; no loop per record), its Features mapped from
+        the spec (`tfrecnp.example.hf`: ArrayND, List, LargeList, Value; text features as
+        strings; a TFDS folder's ClassLabels with their names). For more than memory,
+        write Parquet (``tn.convert(src, "out/", format="parquet")``) and load that with
+        ``datasets.load_dataset("parquet", ...)``. Needs ``pip install 'tfrecnp[hf]'``."""
+        from ..example.hf import to_hf
+
+        if not isinstance(self.spec, Mapping):
+            raise TypeError("to_hf takes datasets of tf.train.Example; this one reads a Sequence")
+        self._check_memory("to_hf()", max_bytes)
+        features = getattr(self, "features", None)
+        labels = {
+            name: list(f.names)
+            for name, f in (features.items() if isinstance(features, Mapping) else ())
+            if name in self.spec and isinstance(getattr(f, "names", None), (list, tuple))
+        }
+        return to_hf(self.arrow_reader(text=text).read_all(), self.spec, text=text, labels=labels)
 
     def _column_order(self, out: dict, parts: dict) -> list[str]:
         names = [n for n in feature_names(self.spec) if n in out or n in parts]

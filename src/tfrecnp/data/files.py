@@ -10,9 +10,13 @@ block of a small dataset) costs a few requests per file rather than one per reco
 sparse one (a shuffled block of a dataset many times the block) still costs about a request
 per run of records: streamed shuffling (shuffle=N) is the remote-friendly way.
 
-Records stay in their TFRecord frames (`Frames`) until a batch is gathered from them; a
-record's location is ``file number << LOC_BITS | record number in the file``, so errors in
-any batch, shuffled or not, name the right file and record.
+GZIP / ZLIB files are read by position through inflate checkpoints (format/inflate_index.py,
+the `gzip` extra): byte ranges of the decompressed stream, which the index's offsets count.
+
+Records read by position stay in their TFRecord frames (a `RecordBatch` of spans, CRCs
+unchecked) until a batch is gathered from them; each row's origin is its location in the
+dataset's table of files (`Origins`), so errors in any batch, shuffled or not, name the
+right file and record.
 """
 
 from __future__ import annotations
@@ -24,8 +28,7 @@ import itertools
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -35,12 +38,14 @@ from .._util import fs
 from .._util.spares import Spares
 from .._util.text import format_count
 from ..errors import SALVAGE_HINT, CorruptRecordError, RandomAccessError
+from ..format import inflate_index
 from ..format.damage import DamagePolicy
-from ..format.frames import OVERHEAD_BYTES, length_crc_mismatch
-from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
+from ..format.frames import HEADER_BYTES, OVERHEAD_BYTES, length_crc_mismatch
+from ..format.index import RecordIndex
+from ..format.inflate_index import Checkpoints, Inflated, SpanCache
+from ..format.payloads import LOC_BITS, LOC_MASK, Origins, RecordBatch
+from ..format.reader import RecordReader, file_compression, scan_file
 
-LOC_BITS = 40  # a record's location: file number << LOC_BITS | record number in the file
-LOC_MASK = (1 << LOC_BITS) - 1
 RUN_GAP = 4096  # read_rows reads records this close together (in bytes) in one read
 OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
 REMOTE_SLACK = 32 << 20  # bytes a remote read by position may read beyond 3x what it needs
@@ -64,6 +69,7 @@ class Files:
         self.remote = any(fs.is_url(p) for p in paths)
         self._indexed = False
         self._file_index: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(paths)
+        self._checkpoints: list[Checkpoints | None] = [None] * len(paths)  # compressed files
         self._fresh()
 
     # -- process state: a lock and open file handles, made anew after pickle and fork ----------
@@ -74,13 +80,17 @@ class Files:
         self._handles: OrderedDict[int, Any] = OrderedDict()
         self._busy: dict[int, int] = {}
         self.spares = Spares()  # the read buffers of a pass, reused by the next
+        self._inflated: dict[int, Inflated] = {}  # compressed files read by position
+        self._spans = SpanCache()  # their decoded spans
 
     def __getstate__(self) -> dict:
         """Pickles paths, options and the index built so far (so workers need not rescan);
-        not the lock or the open files, which belong to this process."""
+        not the lock or the open files, which belong to this process. Inflate checkpoints
+        travel only when no sidecar holds them (the receiver reads and checks the sidecar)."""
         state = self.__dict__.copy()
-        for name in ("_pid", "_lock_", "_handles", "_busy", "spares"):
+        for name in ("_pid", "_lock_", "_handles", "_busy", "spares", "_inflated", "_spans"):
             del state[name]
+        state["_checkpoints"] = [None if c is None or c.stored else c for c in self._checkpoints]
         return state
 
     def __setstate__(self, state: dict) -> None:
@@ -134,7 +144,10 @@ class Files:
         with self._lock:
             while self._handles:
                 self._handles.popitem()[1].close()
+            while self._inflated:
+                self._inflated.popitem()[1].close()
         self.spares.clear()
+        self._spans.clear()
 
     def file_index(self, f: int) -> tuple[np.ndarray, np.ndarray]:
         """(frame offsets, payload lengths) of file f, scanned on first need (or read from
@@ -147,13 +160,52 @@ class Files:
                     found = self._file_index[f] = self._scan(f)
         return found
 
+    def adopt(self, f: int, index: RecordIndex) -> None:
+        """Take file f's index as given (by a caller that has it already, such as a Ray
+        driver handing each read task its file's), instead of scanning for it."""
+        with self._lock:
+            self._file_index[f] = (index.offsets, index.lengths)
+
     def _scan(self, f: int) -> tuple[np.ndarray, np.ndarray]:
         path, kind = self.paths[f], self.kinds[f]
+        if kind is not None and self.inflatable and self.damage.raises:
+            # one pass makes the checkpoints and walks the frames (unless sidecars hold them)
+            cp, walked = inflate_index.checkpoints_and_frames(path, kind)
+            self._checkpoints[f] = cp
+            if walked is not None:
+                return walked
         if self.damage.raises:  # a sidecar may stand in for the scan
             index = scan_file(path, compression=kind)
         else:
             index = next(RecordReader(path, compression=kind, damage=self.damage).indexes())
+        if kind is not None and self.inflatable:  # counted to be read by position: before
+            self._checkpoints_of(f)  # workers fork, the checkpoints are made once, here
         return index.offsets, index.lengths
+
+    @property
+    def inflatable(self) -> bool:
+        """Whether the compressed files can be read by position: local, with the `gzip`
+        extra's rapidgzip installed."""
+        return not self.remote and inflate_index.have_rapidgzip()
+
+    def _checkpoints_of(self, f: int) -> Checkpoints:
+        cp = self._checkpoints[f]
+        if cp is None:
+            cp = inflate_index.checkpoints_for(self.paths[f], self.kinds[f])
+            self._checkpoints[f] = cp
+        return cp
+
+    def inflated(self, f: int) -> Inflated:
+        """Positioned reads of compressed file f's decompressed stream (this process's;
+        checkpoints read from the sidecar, or built, on first need)."""
+        found = self._inflated.get(f)
+        if found is None or self._pid != os.getpid():
+            cp = self._checkpoints_of(f)
+            with self._lock:
+                found = self._inflated.get(f)
+                if found is None:
+                    found = self._inflated[f] = Inflated(cp, self._spans)
+        return found
 
     def index(self) -> Files:
         """Index every file; then firsts (each file's first global record number), offsets
@@ -192,7 +244,7 @@ class Files:
         which = self.locate(ids)
         return (which << LOC_BITS) | (ids - self.firsts[which])
 
-    def where(self, loc: int) -> tuple[str, int, int]:
+    def place(self, loc: int) -> tuple[str, int, int]:
         """(path, record number in the file, byte offset or -1) of a location."""
         f, record = loc >> LOC_BITS, loc & LOC_MASK
         known = self._file_index[f]
@@ -209,13 +261,18 @@ class Files:
         return self.damage.corruptions
 
     def require_seek(self, what: str) -> None:
-        if self.seekable:
+        if self.seekable or self.inflatable:
             return
         f = next(i for i, k in enumerate(self.kinds) if k is not None)
         path = self.paths[f]
+        if self.remote:
+            need = "local files (copy them here first)"
+        else:
+            need = f"the gzip extra ({inflate_index.PIP_LINE}), which reads them through inflate "
+            need += "checkpoints"
         raise RandomAccessError(
-            f"{what} reads records by position, which needs uncompressed files, but {path} "
-            f"is {self.kinds[f]}-compressed; decompress it (e.g. `gunzip -c {path} > "
+            f"{what} reads records by position, which in {self.kinds[f]}-compressed files "
+            f"such as {path} needs {need}; or decompress it (e.g. `gunzip -c {path} > "
             f"{os.path.splitext(path)[0]}`), or convert the dataset once (tn.convert(src, "
             "'out/')) and read rows from tn.load('out/'). Iteration, batches() and "
             "batches(shuffle=N) work on compressed files"
@@ -231,50 +288,6 @@ def _compressions(paths: list[str], compression: str | None) -> list[str | None]
 
     with ThreadPoolExecutor(32) as pool:
         return list(pool.map(lambda p: file_compression(p, compression), paths))
-
-
-# --- frames: records still in their TFRecord framing -------------------------------------------
-
-
-@dataclass(frozen=True)
-class Frames:
-    """Whole TFRecord frames in one buffer: frame k starts at buf[starts[k]] and holds a
-    payload of lengths[k] bytes; locs[k] is its location (file << LOC_BITS | record).
-    checked: the payload CRCs were verified already."""
-
-    buf: np.ndarray
-    starts: np.ndarray
-    lengths: np.ndarray
-    locs: np.ndarray
-    checked: bool = False
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.buf.nbytes)
-
-
-@dataclass(frozen=True)
-class LocatedBatch(RecordBatch):
-    """A RecordBatch whose rows carry their locations, so an error in any row (say, of a
-    shuffled batch) names the right file and record."""
-
-    locs: np.ndarray | None = None
-    files: Files | None = None
-
-    def where(self, row: int) -> tuple[str, int]:
-        if self.locs is None or self.files is None:
-            return super().where(row)
-        path, record, _ = self.files.where(int(self.locs[row]))
-        return path, record
-
-    def locator(self) -> Callable[[int], tuple[str, int]]:
-        if self.locs is None or self.files is None:
-            return super().locator()
-        files, locs = self.files, self.locs
-        return lambda row: files.where(int(locs[row]))[:2]
 
 
 def read_at(fh, view: memoryview, offset: int) -> int:
@@ -309,21 +322,23 @@ def _short_read(path: str, end: int, offset: int, size: int) -> None:
     )
 
 
-def check_frames(files: Files, frames: Frames) -> None:
+def check_frames(files: Files, frames: RecordBatch) -> None:
     """Walk the frame headers of a freshly read buffer: every length CRC must check and
     every length must equal the index's (a stale .idx or a rewritten file fails here)."""
     n = len(frames)
     starts = np.empty(n, np.int64)
     lengths = np.empty(n, np.int64)
-    status, pos, got, _ = framing.scan_frames(frames.buf, 0, len(frames.buf), starts, lengths)
-    expect_s, expect_l = frames.starts[:got], frames.lengths[:got]
+    buf = frames.data
+    status, pos, got, _ = framing.scan_frames(buf, 0, len(buf), starts, lengths)
+    expect_s = frames.starts[:got] - HEADER_BYTES
+    expect_l = frames.lengths[:got]
     wrong = np.flatnonzero((starts[:got] != expect_s) | (lengths[:got] != expect_l))
     if got == n and not len(wrong):
         return
     k = int(wrong[0]) if len(wrong) else got
-    path, record, offset = files.where(int(frames.locs[min(k, n - 1)]))
+    path, record, offset = files.place(int(frames.origins.locs[min(k, n - 1)]))
     if status == framing.BAD_LENGTH_CRC and k == got:
-        reason = length_crc_mismatch(frames.buf, pos)
+        reason = length_crc_mismatch(buf, pos)
     else:
         found = int(lengths[k]) if k < got else -1
         reason = (
@@ -360,8 +375,16 @@ def _read_frames(files: Files, f: int, a: int, b: int, view: memoryview) -> np.n
 
 def read_runs(files: Files, f: int, parts: list[memoryview], offsets: list[int]) -> None:
     """Fill each view in `parts` from its byte offset in file f: positioned reads of a kept
-    handle, or, for a URL, one cat_ranges call for all of them (concurrent requests)."""
+    handle, or, for a URL, one cat_ranges call for all of them (concurrent requests); for a
+    compressed file, offsets in its decompressed stream, read through its checkpoints."""
     path = files.paths[f]
+    if files.kinds[f] is not None:
+        inflated = files.inflated(f)
+        for part, offset in zip(parts, offsets, strict=True):
+            got = inflated.read_into(part, offset)
+            if got != len(part):
+                _short_read(path, offset + got, offset, len(part))
+        return
     if fs.is_url(path):
         if not parts:
             return
@@ -378,18 +401,28 @@ def read_runs(files: Files, f: int, parts: list[memoryview], offsets: list[int])
                 pread_into(fh, part, offset, path)
 
 
-def read_span(files: Files, f: int, a: int, b: int) -> Frames:
+def in_frames(
+    files: Files, buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, locs: np.ndarray
+) -> RecordBatch:
+    """The payloads of the frames at buf[starts[k]:], of lengths[k] bytes, records locs[k]
+    of the files: CRCs unchecked (unless the files skip them)."""
+    first = starts + HEADER_BYTES
+    origins = Origins(files.paths, locs)
+    return RecordBatch.spans(buf, first, first + lengths, origins, verified=not files.verify_crc)
+
+
+def read_span(files: Files, f: int, a: int, b: int) -> RecordBatch:
     """Records a..b (numbers within file f), their frames laid back to back."""
     _, ln = files.file_index(f)
     buf = files.spares.empty(int(ln[a:b].sum()) + OVERHEAD_BYTES * (b - a))
     starts = _read_frames(files, f, a, b, memoryview(buf))
     locs = (f << LOC_BITS) + np.arange(a, b, dtype=np.int64)
-    frames = Frames(buf, starts[:-1], ln[a:b].copy(), locs)
+    frames = in_frames(files, buf, starts[:-1], ln[a:b], locs)
     check_frames(files, frames)
     return frames
 
 
-def read_rows(files: Files, ids: np.ndarray) -> Frames:
+def read_rows(files: Files, ids: np.ndarray) -> RecordBatch:
     """The records with these global numbers (duplicates allowed), as frames in the given
     order. Files are read in offset order, and records less than RUN_GAP bytes apart in
     one read (the records between them are read and checked too, then left out), so a
@@ -398,7 +431,7 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
     uniq, inverse = np.unique(ids, return_inverse=True)
     if not len(uniq):
         empty = np.empty(0, np.int64)
-        return Frames(np.empty(0, np.uint8), empty, empty, empty)
+        return in_frames(files, np.empty(0, np.uint8), empty, empty, empty)
     which = files.locate(uniq)
     ends = files.offsets[uniq[:-1]] + files.lengths[uniq[:-1]] + OVERHEAD_BYTES
     gap = files.offsets[uniq[1:]] - ends
@@ -434,10 +467,12 @@ def read_rows(files: Files, ids: np.ndarray) -> Frames:
                 a = int(first[r] - files.firsts[f])
                 _read_frames(files, f, a, a + int(count[r]), view[bounds[r] : bounds[r + 1]])
         done = end
-    whole = Frames(buf, starts[:-1], sizes - OVERHEAD_BYTES, files.locs(every))
+    whole = in_frames(files, buf, starts[:-1], sizes - OVERHEAD_BYTES, files.locs(every))
     check_frames(files, whole)
     pick = np.searchsorted(every, uniq)[inverse]
-    return Frames(buf, whole.starts[pick], whole.lengths[pick], whole.locs[pick])
+    return RecordBatch.spans(
+        buf, whole.starts[pick], whole.ends[pick], whole.origins.take(pick), verified=whole.verified
+    )
 
 
 def read_one(files: Files, g: int) -> np.ndarray | None:
@@ -448,7 +483,7 @@ def read_one(files: Files, g: int) -> np.ndarray | None:
     f = bisect.bisect_right(files.first_list, g) - 1
     offset, length = int(files.offsets[g]), int(files.lengths[g])
     buf = np.empty(length + OVERHEAD_BYTES, np.uint8)
-    if files.remote or _PREADV is None:
+    if files.remote or _PREADV is None or files.kinds[f] is not None:
         read_runs(files, f, [memoryview(buf)], [offset])
     else:
         fh = files.acquire(f)

@@ -20,7 +20,9 @@ from ..format.paths import Paths, expand_paths
 from .array_dataset import open_array_dataset
 from .dataset import Dataset
 from .files import Files
+from .parquet import is_arrow_source, open_arrow_files
 from .record_dataset import RecordDataset, RecordSource
+from .tfds import is_tfds_folder, open_tfds
 
 ARRAY_SUFFIXES = (".npy", ".npz", ".h5", ".hdf5", ".zarr")
 
@@ -36,6 +38,7 @@ def open(
     verify_crc: bool = True,
     on_error: str = "raise",
     storage_options: dict | None = None,
+    split: str | None = None,
 ) -> Dataset:
     """Open TFRecord files, an array file or in-memory arrays as a Dataset.
 
@@ -47,7 +50,8 @@ def open(
     paths : str, os.PathLike, list, np.ndarray or dict
         TFRecord files: a file, a glob, a directory or a list of them, local or a URL of
         any fsspec filesystem (s3://, gs://, memory://). Or an array file: .npy
-        (memory-mapped), .npz, HDF5, Zarr, or a folder written by `Dataset.save`. Or an
+        (memory-mapped), .npz, HDF5, Zarr, or a folder written by `Dataset.save`. Or
+        Parquet / Arrow IPC (Feather) files: a file, a folder of part files, a glob. Or an
         ndarray / np.memmap (one column, "x"), or a dict of columns (ndarrays, memmaps,
         h5py / Zarr arrays, tn.Ragged, tn.BytesColumn).
     spec : dict, tn.Sequence, str or os.PathLike, optional
@@ -66,6 +70,11 @@ def open(
         `ds.corruptions`; "warn" also warns).
     storage_options : dict, optional
         For URLs: passed to their fsspec filesystem.
+    split : str, optional
+        For a prepared tensorflow-datasets folder (one holding dataset_info.json and
+        features.json, or version folders holding them): the TFDS split, as TFDS spells
+        it ("train", "train[:10%]", "test[100:200]", "train+test"). The spec comes from
+        its features.json (see `tfrecnp.data.tfds`).
 
     Returns
     -------
@@ -74,6 +83,16 @@ def open(
     check_on_error(on_error)
     if isinstance(paths, (np.ndarray, Mapping, Ragged, BytesColumn)):
         return open_array_dataset(paths, key=key, spec=spec)
+    if split is not None or is_tfds_folder(paths, storage_options):  # a TFDS folder
+        if spec is not None or key is not None:
+            raise ValueError("a TFDS folder is read by its features.json: pass no spec= or key=")
+        return open_tfds(
+            paths, split, verify_crc=verify_crc, on_error=on_error, storage_options=storage_options
+        )
+    if is_arrow_source(paths, storage_options):  # Parquet / Arrow IPC files
+        if key is not None:
+            raise ValueError("key= picks arrays from an array file; Parquet takes spec= to pick")
+        return open_arrow_files(paths, spec=spec, storage_options=storage_options)
     copy = fetch_remote_arrays(paths, storage_options)
     if copy is not None:
         return open_array_dataset(copy, key=key, spec=spec)

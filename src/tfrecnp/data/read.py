@@ -1,5 +1,6 @@
-"""`tn.read`: every record of some files decoded into one dict of columns, through the
-Dataset's block reader (the same sizing, pipelining and damage handling as a pass)."""
+"""`tn.read`: every record of some files decoded into one dict of columns, through
+`read_blocks` (record_dataset.py), the Dataset's block reader that Ray's read tasks use too:
+the same sizing, pipelining and damage handling as a pass."""
 
 from __future__ import annotations
 
@@ -8,12 +9,10 @@ from typing import Any
 from ..example.columns import concat_columns
 from ..example.decode import Batch, dense_when_uniform
 from ..example.infer import infer_spec
-from ..example.spec import Spec
+from ..example.spec import Spec, as_spec
 from ..format.damage import check_on_error
 from ..format.paths import Paths, expand_paths
-from .blocks import block_records
-from .record_dataset import RecordSource
-from .source import IN_ORDER
+from .record_dataset import RecordSource, read_blocks
 
 
 def read(
@@ -58,19 +57,19 @@ def read(
     check_on_error(on_error)
     if spec is None:
         spec = infer_spec(files, compression=compression, on_error=on_error)
-    source = RecordSource.of(
-        files, spec, compression=compression, verify_crc=verify_crc, on_error=on_error
+    spec = as_spec(spec)
+    parts = list(
+        read_blocks(
+            files,
+            spec,
+            compression=compression,
+            verify_crc=verify_crc,
+            on_error=on_error,
+            threads=threads,
+        )
     )
-    # a whole pass streams the files without indexing them (no count, no size check)
-    block = block_records(1, source.mean_record_bytes(0, None))
-    blocks = source.blocks(0, None, block, IN_ORDER, threads=threads, ahead=1)
-    try:
-        parts = [b.cols for b in blocks]
-    finally:
-        blocks.close()
-        source.close()
     if not parts:
-        parts = [source.empty()]
+        parts = [RecordSource.of([], spec).empty()]
     cols = {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
-    dense = dense_when_uniform(source.spec)
+    dense = dense_when_uniform(spec)
     return dense(cols) if dense else cols

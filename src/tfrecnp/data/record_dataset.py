@@ -30,21 +30,16 @@ from ..example.image import ImageDecodeError
 from ..example.padding import feature_names
 from ..example.spec import as_spec
 from ..format.frames import FOOTER_BYTES, HEADER_BYTES, OVERHEAD_BYTES
-from ..format.reader import (
-    FrameBatch,
-    Payloads,
-    PooledBatch,
-    RecordBatch,
-    RecordReader,
-    mean_frame_bytes,
-)
-from .blocks import Block, shuffle_records
+from ..format.index import RecordIndex
+from ..format.payloads import RecordBatch
+from ..format.reader import RecordReader, mean_frame_bytes
+from .blocks import Block, block_records, shuffle_records
 from .dataset import Batch, Dataset, _nbytes
-from .files import LOC_BITS, Files, read_one, read_rows, read_span
-from .gather import concat_batches, gather, gather_range, rebatch, slice_batch
-from .source import Shuffle, Source
+from .files import Files, read_one, read_rows, read_span
+from .gather import gather, gather_range, rebatch
+from .source import IN_ORDER, Shuffle, Source
 
-__all__ = ["RecordDataset", "RecordSource"]
+__all__ = ["RecordDataset", "RecordSource", "read_blocks"]
 
 SAMPLE_RECORDS = 1024  # records decoded to estimate to_numpy's size ...
 SAMPLE_BYTES = 32 << 20  # ... or fewer, to stay within about this many payload bytes
@@ -95,6 +90,7 @@ class RecordDataset(Dataset):
         return read(
             files.paths,
             self.spec,
+            read_part=read_blocks,
             compression=files.compression,
             verify_crc=files.verify_crc,
             on_error=files.on_error,
@@ -173,7 +169,9 @@ class RecordSource(Source):
     def _decode(self, batch: RecordBatch, threads: int | None = None) -> Batch:
         return self._decode_kept(batch, threads)[0]
 
-    def _decode_kept(self, batch: Payloads, threads: int | None = None) -> tuple[Batch, Payloads]:
+    def _decode_kept(
+        self, batch: RecordBatch, threads: int | None = None
+    ) -> tuple[Batch, RecordBatch]:
         """(columns, the records they hold): with on_error="skip" / "warn", records whose
         images do not decode are dropped and listed like damaged frames."""
         while True:
@@ -184,9 +182,7 @@ class RecordSource(Source):
                     raise
                 batch = self._drop_images(batch, error)
 
-    def _drop_images(self, batch: Payloads, error: ImageDecodeError) -> RecordBatch:
-        if isinstance(batch, (FrameBatch, PooledBatch)):
-            batch = batch.packed()
+    def _drop_images(self, batch: RecordBatch, error: ImageDecodeError) -> RecordBatch:
         for row in error.rows:
             path, record = batch.where(row)
             reason = error.reasons.get(row, error.reason)
@@ -195,11 +191,9 @@ class RecordSource(Source):
         keep, start = [], 0
         for row in [*error.rows, len(batch)]:
             if row > start:
-                keep.append(slice_batch(batch, start, row))
+                keep.append(batch.slice(start, row))
             start = row + 1
-        if not keep:
-            return slice_batch(batch, 0, 0)
-        return keep[0] if len(keep) == 1 else concat_batches(keep)
+        return RecordBatch.concat(keep) if keep else batch.slice(0, 0)
 
     def read_one(self, i: int) -> dict[str, Any]:
         frame = read_one(self.files, i)
@@ -263,13 +257,11 @@ class RecordSource(Source):
             pooled = shuffle_records(stages[-1], shuffle.size, rng, block, spares, pooled=True)
             stages.append(pooled)
 
-        def decode(r: Payloads) -> tuple[Block | None, CorruptRecordError | None]:
-            damage = None
-            if isinstance(r, FrameBatch):  # payload CRCs checked here, off the reading thread
-                r, damage = r.verify()
-            if len(r) or damage is None:  # the records before damage come out first
+        def decode(r: RecordBatch) -> tuple[Block | None, CorruptRecordError | None]:
+            r, damage = r.verify()  # payload CRCs left unchecked are checked here, off the
+            if len(r) or damage is None:  # reading thread; the records before damage first
                 cols, r = self._decode_kept(r, threads)
-                return Block(cols, len(r), r.nbytes, r.locator()), damage
+                return Block(cols, len(r), r.nbytes, r.origins), damage
             return None, damage
 
         if crew:
@@ -310,17 +302,10 @@ class RecordSource(Source):
             for x in range(a, b, block):
                 yield f, x, min(b, x + block)
 
-    def _frames_at(self, f: int, a: int, b: int) -> FrameBatch:
+    def _frames_at(self, f: int, a: int, b: int) -> RecordBatch:
         """Records a..b of file f, read by position and left in their frames (their
-        headers checked against the index; payload CRCs left to FrameBatch.verify)."""
-        files = self.files
-        frames = read_span(files, f, a, b)
-        starts = frames.starts + HEADER_BYTES
-        origins = ((0, files.paths[f], a),)
-        offset = int(files.file_index(f)[0][a])
-        return FrameBatch(
-            frames.buf, starts, starts + frames.lengths, origins, offset, not files.verify_crc
-        )
+        headers checked against the index; payload CRCs left to RecordBatch.verify)."""
+        return read_span(self.files, f, a, b)
 
     def _file_pieces(self, start: int, stop: int | None) -> list[tuple[int, int, int]]:
         """(file, first, last) record numbers within each file for this view's range."""
@@ -336,7 +321,7 @@ class RecordSource(Source):
 
     def _stream_batches(
         self, start: int, stop: int | None, batch_size: int, framed: bool = False
-    ) -> Iterator[Payloads]:
+    ) -> Iterator[RecordBatch]:
         """Sequential batches of payloads (any compression), exactly batch_size records
         except the last. framed: a whole pass leaves records in their frames (decoded
         there, without a copy), and a file's last batch may be short."""
@@ -365,14 +350,12 @@ class RecordSource(Source):
         parts = (
             part
             for piece in self._file_pieces(start, stop)
-            for part, _ in self._file_parts(*piece, batch_size)
+            for part in self._file_parts(*piece, batch_size)
         )
         yield from rebatch(parts, batch_size)
 
-    def _file_parts(
-        self, f: int, a: int, b: int, block: int
-    ) -> Iterator[tuple[RecordBatch, np.ndarray]]:
-        """Records a..b of compressed file f as (payloads, locations), streamed."""
+    def _file_parts(self, f: int, a: int, b: int, block: int) -> Iterator[RecordBatch]:
+        """Records a..b of compressed file f, streamed."""
         files = self.files
         reader = RecordReader(
             files.paths[f],
@@ -386,9 +369,7 @@ class RecordSource(Source):
             size = len(part)
             lo, hi = max(a - seen, 0), min(b - seen, size)
             if lo < hi:
-                piece = part if (lo, hi) == (0, size) else part.slice(lo, hi)
-                local = np.arange(seen + lo, seen + hi, dtype=np.int64)
-                yield piece, (f << LOC_BITS) + local
+                yield part if (lo, hi) == (0, size) else part.slice(lo, hi)
             seen += size
             if seen >= b:
                 break
@@ -422,8 +403,7 @@ class RecordSource(Source):
             return
         parts = self._file_parts(f, a, 1 << 62 if b is None else b, chunk)
         try:
-            for part, _ in parts:
-                yield part
+            yield from parts
         finally:
             parts.close()
 
@@ -456,10 +436,10 @@ class RecordSource(Source):
                     parts.append(part)
                     have += len(part)
                     if have >= block:
-                        yield concat_batches(parts)
+                        yield RecordBatch.concat(parts)
                         parts, have = [], 0
             if parts:
-                yield concat_batches(parts)
+                yield RecordBatch.concat(parts)
         finally:
             for source in active:
                 source.close()
@@ -507,7 +487,7 @@ class RecordSource(Source):
         if sample is None or len(sample) == 0:
             return 0, 0
         cols = self._decode(sample)
-        payload = int(sample.offsets[-1])
+        payload = sample.nbytes
         total_payload = int(self.files.lengths[start:stop].sum())
         est = 0.0
         for col in cols.values():
@@ -520,3 +500,39 @@ class RecordSource(Source):
             else:
                 est += size / len(sample) * n
         return int(est), len(sample)
+
+
+def read_blocks(
+    paths: list[str],
+    spec: Any,
+    *,
+    compression: str | None = "auto",
+    verify_crc: bool = True,
+    on_error: str = "raise",
+    first: int = 0,
+    rows: int | None = None,
+    index: RecordIndex | None = None,
+    block: int | None = None,
+    threads: int | None = None,
+) -> Iterator[Batch]:
+    """Decoded blocks of the records of these files (paths expanded), in order: all of
+    them (rows None: streamed, no index needed), or records first..first + rows of one
+    file, whose RecordIndex the caller may hand in (a Ray task gets its file's from the
+    driver rather than scanning the file again). block: records per block (default:
+    about 4 MiB of payload)."""
+    source = RecordSource.of(
+        paths, spec, compression=compression, verify_crc=verify_crc, on_error=on_error
+    )
+    if index is not None:
+        source.files.adopt(0, index)
+    stop = None if rows is None else first + rows
+    try:
+        block = block or block_records(1, source.mean_record_bytes(first, stop))
+        blocks = source.blocks(first, stop, block, IN_ORDER, threads=threads, ahead=1)
+        try:
+            for b in blocks:
+                yield b.cols
+        finally:
+            blocks.close()
+    finally:
+        source.close()

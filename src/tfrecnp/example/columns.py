@@ -6,7 +6,8 @@ A batch is ``dict[str, column]`` where a column is one of
 - `Ragged`: flat ``values`` plus ``row_splits`` (int64, n + 1), row i being
   ``values[row_splits[i]:row_splits[i + 1]]`` -- the layout of tf.RaggedTensor and Arrow
   lists. values is an ndarray [total, *inner_shape], a `BytesColumn`, or another Ragged
-  (SequenceExample VarLen features: records -> steps -> values);
+  (SequenceExample VarLen features: records -> steps -> values; a VarLen with partitions:
+  one level per partition, as tf.RaggedTensor's nested_row_splits);
 - `BytesColumn`: one flat uint8 buffer plus ``offsets`` (int64, n + 1), value i being
   ``data[offsets[i]:offsets[i + 1]]``; no Python object per value until asked for.
 
@@ -278,6 +279,48 @@ class Ragged:
         return cls.from_row_splits(values, row_splits, validate=False)
 
     @classmethod
+    def from_nested_row_splits(
+        cls, flat_values: Any, nested_row_splits: Sequence[Any], *, validate: bool = True
+    ) -> Ragged:
+        """Rows of rows, as tf.RaggedTensor.from_nested_row_splits: the outermost splits
+        first, each cutting the rows the next one makes (the last cuts flat_values).
+
+        Parameters
+        ----------
+        flat_values : an ndarray [total, *inner_shape] or a BytesColumn.
+        nested_row_splits : one or more int64 splits, outermost first.
+        validate : False takes the splits as they are, unchecked (see from_row_splits).
+        """
+        if not len(nested_row_splits):
+            raise ValueError("from_nested_row_splits needs at least one row_splits")
+        out = flat_values
+        for splits in reversed(nested_row_splits):
+            out = cls.from_row_splits(out, splits, validate=validate)
+        return out
+
+    @property
+    def ragged_rank(self) -> int:
+        """Ragged levels: 1, plus the values' when they are Ragged (tf.RaggedTensor's)."""
+        return 1 + (self.values.ragged_rank if isinstance(self.values, Ragged) else 0)
+
+    @property
+    def nested_row_splits(self) -> tuple[np.ndarray, ...]:
+        """The row splits of every level, outermost first (tf.RaggedTensor's)."""
+        splits, v = [self.row_splits], self.values
+        while isinstance(v, Ragged):
+            splits.append(v.row_splits)
+            v = v.values
+        return tuple(splits)
+
+    @property
+    def flat_values(self) -> Any:
+        """The values below every ragged level: an ndarray or a BytesColumn."""
+        v = self.values
+        while isinstance(v, Ragged):
+            v = v.values
+        return v
+
+    @classmethod
     def from_lengths(cls, values: Any, lengths: Any) -> Ragged:
         """Rows of the given lengths, cut from values in order."""
         lengths = np.asarray(lengths, np.int64)
@@ -395,9 +438,14 @@ class Ragged:
 
     def to_padded(self, length: int | None = None, value: Any = 0) -> np.ndarray:
         """A dense [n, length, *inner_shape] array: rows cut to length (default: the longest
-        row) and padded with value. Bytes values give an object array padded with b""."""
+        row) and padded with value. Bytes values give an object array padded with b"".
+        Rows of rows are padded level by level, each inner level to its longest row in the
+        whole column (tf.RaggedTensor.to_tensor); length applies to the outermost."""
         if isinstance(self.values, Ragged):
-            raise TypeError("to_padded needs flat values; pad the inner rows first")
+            inner = self.values.to_padded(None, value)
+            return Ragged.from_row_splits(inner, self.row_splits, validate=False).to_padded(
+                length, value
+            )
         lens = self.lengths
         width = int(lens.max(initial=0)) if length is None else int(length)
         if width < 0:
@@ -407,9 +455,12 @@ class Ragged:
         rows = np.repeat(np.arange(n, dtype=np.int64), keep)
         src = _ranges(self.row_splits[:-1], keep)
         cols = src - np.repeat(self.row_splits[:-1], keep)
-        if isinstance(self.values, BytesColumn):
-            out = np.empty((n, width), dtype=object)
+        if isinstance(self.values, BytesColumn) or self.values.dtype == object:
+            out = np.empty((n, width, *self.inner_shape), dtype=object)
             out.fill(b"" if isinstance(value, int) and value == 0 else value)
+            if isinstance(self.values, np.ndarray):
+                out[rows, cols] = self.values[src]
+                return out
             out[rows, cols] = self.values.take(src).to_numpy()
             return out
         out = np.full((n, width, *self.inner_shape), value, dtype=self.values.dtype)

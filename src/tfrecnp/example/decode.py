@@ -1,9 +1,9 @@
 """Record payloads -> NumPy columns: a spec compiled once, batches decoded in one call.
 
 `Decoder(spec)` turns a spec into a plan for the compiled core (`tfrecnp._core.decode`);
-`decoder.decode(batch)` decodes a `RecordBatch` (or a list of payloads, a `FrameBatch` of
-records still in the frames they were read into, or a `PooledBatch` of records where a
-shuffle pool holds them) into a ``dict[str, column]``. The core walks each batch twice
+`decoder.decode(batch)` decodes a `RecordBatch` (or a list of payloads) into a
+``dict[str, column]``, reading each payload where it lies (back to back, in the frames it
+was read in, or where a shuffle pool holds it). The core walks each batch twice
 without the GIL -- once to find and check every spec feature of every record, once to copy
 the values into outputs sized exactly from the first pass -- and large batches are split
 into chunks decoded by parallel threads. This module sizes the outputs and wraps buffers
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -29,19 +28,20 @@ import numpy as np
 
 from .._core import decode as _core
 from .._util.spares import Spares
-from .._util.threads import CPUS, executor
-from ..format.reader import FrameBatch, Payloads, PooledBatch, RecordBatch
+from .._util.threads import CPUS
+from .._util.threads import run_parallel as _run_parallel
+from ..format.payloads import RecordBatch
 from .columns import BytesColumn, Column, Ragged
-from .decode_errors import out_of_range, scan_error, uneven_raw
-from .decode_plan import WIRE_DTYPE, Compiled, as_batch, compile_feature, make_plan
-from .spec import FixedLen, Raw, Spec, as_spec
+from .decode_errors import bytes_rows, missing_list, out_of_range, scan_error, uneven_raw
+from .decode_plan import WIRE_DTYPE, Compiled, as_batch, compile_spec, make_plan
+from .partitions import assemble
+from .spec import FixedLen, Raw, Spec, VarLen, as_spec
 from .spec import Sequence as SequenceSpec
 from .survey import Survey, survey  # their home before the survey had its own module
 
 __all__ = ["Batch", "Decoder", "Survey", "decode", "dense_when_uniform", "survey"]
 
-# (CPUS and executor live in _util.threads; they stay importable from here for callers
-# not yet moved)
+# (CPUS lives in _util.threads; it stays importable from here for callers not yet moved)
 
 Batch = dict[str, Column]
 
@@ -51,52 +51,8 @@ PIECES_PER_THREAD = 4
 TABLE_CACHE_RECORDS = 1 << 16  # scan tables up to this many records are reused
 
 _ONE_ROW = np.zeros((1, _core.ROW_FIELDS), np.int64)  # a batch of one, for _wrap
-
-
-def _run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
-    """[fn(0), ..., fn(count - 1)], computed by this thread and up to workers - 1 pool
-    threads taking pieces from a shared counter. The caller never waits for a helper
-    that has not started (on a busy machine it may not get a core for milliseconds): it
-    does the work itself, and waits only for pieces a helper already took. Once it
-    returns, no helper refers to fn any more (one that starts late finds nothing), so the
-    buffers fn reads and fills are free for reuse (Spares) as soon as the caller drops
-    them."""
-    if count <= 1 or workers <= 1:
-        return [fn(k) for k in range(count)]
-    results: list[Any] = [None] * count
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-    taken = [0, 0]  # pieces taken, pieces finished
-    finished = threading.Event()
-    job = [fn]  # emptied when every piece is done
-
-    def work() -> None:
-        while True:
-            with lock:
-                k = taken[0]
-                if k >= count:
-                    return
-                taken[0] += 1
-                piece = job[0]
-            try:
-                results[k] = piece(k)
-            except BaseException as e:  # re-raised by the caller
-                errors.append(e)
-            del piece  # not held past the last piece
-            with lock:
-                taken[1] += 1
-                if taken[1] == count:
-                    finished.set()
-
-    pool = executor()
-    for _ in range(min(workers, count) - 1):
-        pool.submit(work)
-    work()
-    finished.wait()
-    job.clear()
-    if errors:
-        raise errors[0]
-    return results
+# where a feature list ends in its record (R_END of the core's table rows; 0 when absent)
+_ROW_END = getattr(_core, "ROW_END", 1)
 
 
 class Decoder:
@@ -109,17 +65,14 @@ class Decoder:
     def __init__(self, spec: Spec | Any, *, threads: int | None = None):
         self.spec = as_spec(spec)
         self.threads = threads
-        if isinstance(self.spec, SequenceSpec):
-            self.sequence = True
-            parts = [(n, f, 0) for n, f in self.spec.context.items()]
-            parts += [(n, f, 1) for n, f in self.spec.sequence.items()]
-        else:
-            self.sequence = False
-            parts = [(n, f, 0) for n, f in self.spec.items()]
-        self._features = [compile_feature(n, f, s) for n, f, s in parts]
+        self.sequence = isinstance(self.spec, SequenceSpec)
+        self._features, self._assemblies = compile_spec(self.spec)
+        self._order = _column_order(self.spec)
         ones = [self._finisher(c) for c in self._features]
         self._ones = (
-            None if None in ones else list(zip([c.name for c in self._features], ones, strict=True))
+            None
+            if None in ones or self._assemblies
+            else list(zip([c.out for c in self._features], ones, strict=True))
         )
         self._tables = Spares(limit=4)  # scan tables: one per block decoding at once
         # big outputs, reused once their batches are dropped; a few blocks' worth
@@ -164,24 +117,15 @@ class Decoder:
         bounds = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
         return list(itertools.pairwise(bounds))
 
-    def decode(self, batch: Payloads | Iterable[bytes], *, threads: int | None = None) -> Batch:
+    def decode(self, batch: RecordBatch | Iterable[bytes], *, threads: int | None = None) -> Batch:
         """Decode every record of the batch; returns {name: column} in spec order.
 
         threads: how many chunks to decode at once (default: the Decoder's, else the
-        number of cores); small batches always decode in one piece. A FrameBatch whose
-        payload CRCs were left for later has them checked first (CorruptRecordError).
+        number of cores); small batches always decode in one piece. Payload CRCs left for
+        later are checked first (CorruptRecordError).
         """
-        which = None
-        if isinstance(batch, FrameBatch):  # records still in their frames decode there
-            batch, damage = batch.verify()
-            if damage is not None:
-                raise damage
-            data = batch.data
-        elif isinstance(batch, PooledBatch):  # and those of a shuffle pool where it holds them
-            data, which = batch.parts, batch.which
-        else:
-            batch = as_batch(batch)
-            data = batch.data
+        batch = as_batch(batch).checked()  # read where it lies: one buffer, or several
+        data, which = batch.data, batch.which
         n, feats, plan = len(batch), self._features, self._plan
         starts, ends = batch.starts, batch.ends
         nf = len(feats)
@@ -217,8 +161,15 @@ class Decoder:
             column = self._wrap(c, outs[f][1], table[:, f], batch)
             if c.outer is not None:
                 column = c.outer.finish(column, name=c.name, where=batch.where)
-            columns[c.name] = column
+            columns[c.out] = column
+        if self._assemblies:  # partitioned features, built of the lists read for them
+            return self._assemble(columns, n, batch)
         return columns
+
+    def _assemble(self, columns: Batch, n: int, batch: RecordBatch) -> Batch:
+        """The batch in spec order, partitioned features assembled, hidden lists dropped."""
+        built = {a.name: assemble(a, columns, n, batch.where) for a in self._assemblies}
+        return {name: built[name] if name in built else columns[name] for name in self._order}
 
     def decode_one(self, data: np.ndarray, start: int, stop: int) -> dict[str, Any] | None:
         """The record data[start:stop] as {name: value}, as `decode` would give its row:
@@ -242,6 +193,8 @@ class Decoder:
         numbers = op in ("dense", "var", "seq", "seq_var")
         if c.outer is not None or (numbers and np.dtype(spec.dtype) != WIRE_DTYPE[c.kind]):
             return None
+        if c.required or (op == "var_bytes" and spec.inner_shape):
+            return None  # checks made on a batch
         wire = WIRE_DTYPE.get(c.kind)
         if op == "dense" and spec.shape == ():  # the commonest, without the general wrap
             return lambda v, *_: np.frombuffer(v, wire)[0]
@@ -310,9 +263,13 @@ class Decoder:
         dtype = np.dtype(dtype)
         return self._spares.empty(math.prod(shape) * dtype.itemsize).view(dtype).reshape(shape)
 
-    def _wrap(self, c: Compiled, arrays: tuple, rows: np.ndarray, batch: Payloads) -> Column:
+    def _wrap(self, c: Compiled, arrays: tuple, rows: np.ndarray, batch: RecordBatch) -> Column:
         values, offs, splits, inner = arrays
         spec, op = c.spec, c.op
+        if c.required:
+            missing = rows[:, _ROW_END] == 0  # a list present has its place in the record
+            if missing.any():
+                raise missing_list(c, batch, int(np.flatnonzero(missing)[0]))
         if op in ("raw", "raw_any"):
             return values
         if op in ("raw_var", "seq_raw"):
@@ -330,6 +287,8 @@ class Decoder:
         if op in ("var", "var_bytes"):
             if op == "var":
                 col = col.reshape(int(splits[-1]), *spec.inner_shape)
+            elif spec.inner_shape:  # bytes in rows of inner_shape: counted here
+                col, splits = bytes_rows(c, col, splits, batch)
             return Ragged.from_row_splits(col, splits, validate=False)
         if op == "seq":
             return Ragged.from_row_splits(
@@ -381,6 +340,13 @@ def _decoder(spec: Spec, threads: int | None) -> Decoder:
     return Decoder(spec, threads=threads)
 
 
+def _column_order(spec: Spec) -> list[str]:
+    """The batch's column names, in spec order."""
+    if isinstance(spec, SequenceSpec):
+        return [spec.context_column(n) for n in spec.context] + list(spec.sequence)
+    return list(spec)
+
+
 # --- module functions ----------------------------------------------------------------
 
 
@@ -401,15 +367,26 @@ def dense_when_uniform(spec: Spec) -> Callable[[Batch], Batch] | None:
     """For a spec with tn.Raw features whose first axis varies (shape None or (-1, ...)):
     a function that makes such a column of one batch a dense [n, m, ...] array when every
     record of the batch holds the same number of rows, as decode_raw + reshape + batch
-    gives in TensorFlow; records of different sizes stay a Ragged. Decoder.decode always
-    gives the Ragged (a block of a dataset is not a user's batch); None if there are none."""
+    gives in TensorFlow; records of different sizes stay a Ragged. A tn.VarLen with a
+    default (FixedLenSequenceFeature's default_value) is padded with it to the batch's
+    longest row, as tf.io.parse_example pads. Decoder.decode always gives the Ragged (a
+    block of a dataset is not a user's batch); None if there are no such features."""
     features = spec.context if isinstance(spec, SequenceSpec) else spec
     names = [name for name, f in features.items() if isinstance(f, Raw) and f.ragged]
-    if not names:
+    padded = {
+        name: f.default
+        for name, f in features.items()
+        if isinstance(f, VarLen) and f.default is not None
+    }
+    if not names and not padded:
         return None
 
     def apply(cols: Batch) -> Batch:
         out = cols
+        for name, value in padded.items():
+            col = cols.get(name)
+            if isinstance(col, Ragged):
+                out = {**out, name: col.to_padded(None, value)}
         for name in names:
             col = cols.get(name)
             if not isinstance(col, Ragged) or not isinstance(col.values, np.ndarray):

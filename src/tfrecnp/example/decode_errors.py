@@ -16,14 +16,17 @@ import numpy as np
 from .._core import decode as _core
 from .._util.text import format_count, format_shape
 from ..errors import CorruptRecordError, SchemaError
-from ..format.reader import Payloads
+from ..format.payloads import RecordBatch
+from .columns import BytesColumn
 from .decode_plan import Compiled
 from .spec import KIND_BYTES, KIND_DTYPES, KIND_NAMES, Feature, FixedLen, Raw, VarLen
 
 __all__ = [
     "MALFORMED_HINT",
+    "bytes_rows",
     "corrupt",
     "malformed_reason",
+    "missing_list",
     "out_of_range",
     "record_at",
     "scan_error",
@@ -40,7 +43,11 @@ _KIND_WORD = {0: "nothing", **KIND_NAMES, 4: "mixed kinds"}
 
 
 def scan_error(
-    features: Sequence[Compiled], sequence: bool, batch: Payloads, table: np.ndarray, status: tuple
+    features: Sequence[Compiled],
+    sequence: bool,
+    batch: RecordBatch,
+    table: np.ndarray,
+    status: tuple,
 ) -> Exception:
     """The error for the core scan's status (code, record, a, b), not OK."""
     code, r, a, b = status
@@ -58,7 +65,7 @@ def scan_error(
     return SchemaError(schema_message(c, _core.SCHEMA_CODES[b], row, record_at(batch, r)))
 
 
-def uneven_raw(c: Compiled, batch: Payloads, r: int, found: int, first: int) -> SchemaError:
+def uneven_raw(c: Compiled, batch: RecordBatch, r: int, found: int, first: int) -> SchemaError:
     """A tn.Raw with a -1 whose records of one batch hold different byte counts."""
     spec = c.spec
     return SchemaError(
@@ -70,7 +77,7 @@ def uneven_raw(c: Compiled, batch: Payloads, r: int, found: int, first: int) -> 
 
 
 def out_of_range(
-    c: Compiled, value: int, batch: Payloads, r: int, dtype: np.dtype, lo: int, hi: int
+    c: Compiled, value: int, batch: RecordBatch, r: int, dtype: np.dtype, lo: int, hi: int
 ) -> SchemaError:
     """A wire value that does not fit the narrower dtype the spec asks for."""
     return SchemaError(
@@ -101,7 +108,7 @@ def corrupt(reason: str, path: str, record: int, offset: int) -> CorruptRecordEr
     return error
 
 
-def record_at(batch: Payloads, r: int) -> str:
+def record_at(batch: RecordBatch, r: int) -> str:
     path, record = batch.where(r)
     return f"{path} record {record}"
 
@@ -255,3 +262,30 @@ def schema_message(c: Compiled, code: str, row: np.ndarray, where: str) -> str:
         f"{c.label} {per} holds {format_count(bad_value)} bytes where {spelled} expects "
         f"{format_count(c.raw_bytes)}, at {where}"
     )
+
+
+def missing_list(c: Compiled, batch: RecordBatch, r: int) -> SchemaError:
+    """A required feature list (FixedLenSequenceFeature without allow_missing) absent."""
+    return SchemaError(
+        f"{c.label} is missing at {record_at(batch, r)}, and the spec requires it "
+        "(TensorFlow's FixedLenSequenceFeature with allow_missing=False); select the records "
+        "that have it, or leave it out of required= (allow_missing=True) to read zero steps"
+    )
+
+
+def bytes_rows(
+    c: Compiled, values: BytesColumn, splits: np.ndarray, batch: RecordBatch
+) -> tuple[np.ndarray, np.ndarray]:
+    """A VarLen('bytes', inner_shape)'s values as an object array [rows, *inner_shape] and
+    its splits in rows; SchemaError when a record's count is not a multiple of the row."""
+    size = math.prod(c.spec.inner_shape)
+    counts = np.diff(splits)
+    bad = counts % size != 0
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise SchemaError(
+            f"{c.label} has {format_count(int(counts[r]))} bytes values, not a multiple of "
+            f"{size} as {c.spec.spell()} needs (rows of shape "
+            f"{format_shape(c.spec.inner_shape)}), at {record_at(batch, r)}"
+        )
+    return values.to_numpy().reshape(-1, *c.spec.inner_shape), splits // size

@@ -17,10 +17,31 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import decode as _core
-from ..format.reader import RecordBatch
-from .spec import KIND_BYTES, KIND_FLOAT, KIND_INT64, Feature, FixedLen, Raw, VarLen
+from ..format.payloads import RecordBatch
+from .partitions import Assembly
+from .spec import (
+    KIND_BYTES,
+    KIND_DTYPES,
+    KIND_FLOAT,
+    KIND_INT64,
+    Feature,
+    FixedLen,
+    Raw,
+    Spec,
+    VarLen,
+    kind_of,
+)
+from .spec import Sequence as SequenceSpec
 
-__all__ = ["NAME_ENCODING", "WIRE_DTYPE", "Compiled", "as_batch", "compile_feature", "make_plan"]
+__all__ = [
+    "NAME_ENCODING",
+    "WIRE_DTYPE",
+    "Compiled",
+    "as_batch",
+    "compile_feature",
+    "compile_spec",
+    "make_plan",
+]
 
 NAME_ENCODING = ("utf-8", "surrogateescape")
 WIRE_DTYPE = {KIND_FLOAT: np.dtype(np.float32), KIND_INT64: np.dtype(np.int64)}
@@ -40,10 +61,19 @@ class Compiled:
     raw_bytes: int = 0
     default: tuple[bytes, list[int] | None] | None = None
     outer: Feature | None = None  # a feature decoded as `spec`, then finished by outer
+    column: str | None = None  # its key in the decoded batch, when not `name`
+    of: str | None = None  # the partitioned feature it is read for (values or partition)
+    required: bool = False  # a feature list every record must hold
+
+    @property
+    def out(self) -> str:
+        """The key of its column in the decoded batch."""
+        return self.name if self.column is None else self.column
 
     @property
     def label(self) -> str:
-        return f"feature list {self.name!r}" if self.section else f"feature {self.name!r}"
+        what = f"feature list {self.name!r}" if self.section else f"feature {self.name!r}"
+        return what if self.of is None else f"{what} (read for {self.of!r})"
 
 
 def compile_feature(name: str, f: Feature, section: int) -> Compiled:
@@ -69,7 +99,10 @@ def compile_feature(name: str, f: Feature, section: int) -> Compiled:
             op = "seq_var_bytes" if kind == KIND_BYTES else "seq_var"
         else:
             op = "var_bytes" if kind == KIND_BYTES else "var"
-        return Compiled(name, f, section, op, kind, divisor=f.size)
+        # bytes rows of inner_shape are counted and checked in Python (the core's splits
+        # of bytes values count values)
+        divisor = 1 if kind == KIND_BYTES else f.size
+        return Compiled(name, f, section, op, kind, divisor=divisor)
     if isinstance(f, Raw):
         row = math.prod(f.row_shape) * f.itemsize
         if section:
@@ -85,6 +118,79 @@ def compile_feature(name: str, f: Feature, section: int) -> Compiled:
             return Compiled(name, f, 0, "raw_any", KIND_BYTES, 1, divisor=known)
         return Compiled(name, f, 0, "raw", KIND_BYTES, 1, raw_bytes=row)
     raise TypeError(f"feature {name!r}: the decoder does not know {type(f).__name__}")
+
+
+def _assembled(f: Feature) -> bool:
+    """A VarLen read through other features: partitions, or values under another key."""
+    return isinstance(f, VarLen) and (bool(f.partitions) or f.key is not None)
+
+
+def compile_spec(spec: Spec) -> tuple[list[Compiled], list[Assembly]]:
+    """The plan's entries for a whole spec, and the partitioned features to assemble from
+    them. A key is read once per section: a partitioned feature's values and partitions
+    come from hidden VarLen entries, or from a spec feature that reads the same key as
+    the same kind of list."""
+    if isinstance(spec, SequenceSpec):
+        required = set(spec.required)
+        parts = [(spec.context_column(n), n, f, 0) for n, f in spec.context.items()]
+        parts += [(n, n, f, 1) for n, f in spec.sequence.items()]
+    else:
+        required = set()
+        parts = [(n, n, f, 0) for n, f in spec.items()]
+    features: list[Compiled] = []
+    read: dict[tuple[int, str], Compiled] = {}
+    for column, key, f, section in parts:
+        if _assembled(f):
+            continue
+        c = compile_feature(key, f, section)
+        c = dataclasses.replace(
+            c, column=None if column == key else column, required=key in required and section == 1
+        )
+        features.append(c)
+        read[(section, key)] = c
+    assemblies = []
+    for column, key, f, section in parts:
+        if not _assembled(f):
+            continue
+        values = _hidden(features, read, column, f.key or key, f.dtype, section)
+        keys = tuple(
+            None if p.key is None else _hidden(features, read, column, p.key, "int64", section)
+            for p in f.partitions
+        )
+        assemblies.append(Assembly(column, f, section, values, keys))
+        if section == 1 and key in required:  # its values' list must be there
+            c = read[(1, f.key or key)]
+            features[features.index(c)] = read[(1, f.key or key)] = dataclasses.replace(
+                c, required=True
+            )
+    return features, assemblies
+
+
+def _hidden(
+    features: list[Compiled],
+    read: dict[tuple[int, str], Compiled],
+    of: str,
+    key: str,
+    dtype: str,
+    section: int,
+) -> str:
+    """The column key holding feature `key` read as a flat list of dtype's wire kind."""
+    wire = VarLen(KIND_DTYPES[kind_of(dtype)])
+    c = read.get((section, key))
+    if c is None:
+        c = compile_feature(key, wire, section)
+        c = dataclasses.replace(c, column=f"\0{section}:{key}", of=of)
+        features.append(c)
+        read[(section, key)] = c
+        return c.out
+    if c.spec == wire and c.outer is None:
+        return c.out
+    where = "feature list" if section else "feature"
+    raise ValueError(
+        f"feature {of!r} reads {where} {key!r} as {wire.spell()}, but the spec reads it as "
+        f"{(c.outer or c.spec).spell()} too; a key is read once, so read it as "
+        f"{wire.spell()} for both"
+    )
 
 
 def make_plan(features: Sequence[Compiled], sequence: bool) -> _core.Plan:
@@ -104,8 +210,11 @@ def make_plan(features: Sequence[Compiled], sequence: bool) -> _core.Plan:
 
 def as_batch(batch: RecordBatch | Iterable[bytes]) -> RecordBatch:
     """A RecordBatch whose data is contiguous uint8 and offsets contiguous int64, as the
-    core reads them (the batch itself when it already is), or one made from payloads."""
+    core reads them (the batch itself when it already is, or when its payloads lie apart,
+    as only readers make them), or one made from payloads."""
     if isinstance(batch, RecordBatch):
+        if batch.offsets is None:
+            return batch
         data = batch.data
         offsets = batch.offsets
         if (

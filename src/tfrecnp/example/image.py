@@ -8,9 +8,9 @@ decode_jpeg / decode_png give them); the resize is `image_resize`.
 
 `size=(h, w)` resizes like tf.image.resize (half-pixel centres, no antialias):
 "bilinear", "nearest" or "area"; `dtype="float32"` multiplies by `scale` (default 1/255,
-like tf.image.convert_image_dtype). Without `size`, a batch whose images differ in size
-comes back as an object array of [h, w, c] arrays, with a warning that says how to get one
-array.
+like tf.image.convert_image_dtype); `dtype="uint16"` keeps a 16-bit PNG's samples whole.
+`dct_method` is decode_jpeg's. Without `size`, a batch whose images differ in size comes
+back as an object array of [h, w, c] arrays, with a warning that says how to get one array.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from .._util.threads import CPUS, executor
 from ..errors import ImageDecodeError, SchemaError
 from .columns import BytesColumn
 from .image_codecs import (
+    DCT_METHODS,
     _ImageFailure,
     decode_image,
     encode_image,
@@ -47,7 +48,7 @@ __all__ = [
 ]
 
 RESIZE_METHODS = ("bilinear", "nearest", "area")
-IMAGE_DTYPES = ("uint8", "float32")
+IMAGE_DTYPES = ("uint8", "uint16", "float32")
 PIECES_PER_THREAD = 4
 CORRUPT_HINT = (
     "re-encode the image, or pass on_error='skip' to drop records whose images do not decode"
@@ -58,11 +59,28 @@ CORRUPT_HINT = (
 class Image(Feature):
     """An encoded image (JPEG, PNG) per record -> an ndarray [N, h, w, channels].
 
-    channels: 1, 3 or 4 (converted like tf.io.decode_jpeg / decode_png), or None to keep
-    each image's own (a batch must agree). size: (h, w) to resize every image, else all
-    images of a batch must share a size to make one array. resize: "bilinear", "nearest"
-    or "area", as tf.image.resize. dtype: "uint8" or "float32"; scale: what float pixels
-    are multiplied by (default 1/255: [0, 1], like tf.image.convert_image_dtype).
+    Pixels equal TensorFlow's decoders: tf.io.decode_image / decode_jpeg / decode_png
+    with the same channels, dct_method and dtype.
+
+    Parameters
+    ----------
+    channels : 1, 3 or 4 (converted like tf.io.decode_jpeg / decode_png), or None to keep
+        each image's own, as decode_image(channels=0) does (a grey + alpha PNG gives 2; a
+        batch must agree).
+    size : (h, w) to resize every image, else all images of a batch must share a size to
+        make one array.
+    resize : "bilinear", "nearest" or "area", as tf.image.resize.
+    dtype : "uint8"; "uint16", as decode_png(dtype=tf.uint16) / decode_image(dtype=
+        tf.uint16): a 16-bit PNG's samples whole, an 8-bit PNG's times 257, a JPEG's
+        shifted left by 8; or "float32", the uint8 pixels times `scale`.
+    scale : what float pixels are multiplied by (default 1/255: [0, 1], like
+        tf.image.convert_image_dtype).
+    dct_method : JPEG's IDCT, as decode_jpeg's. "INTEGER_FAST" (the default) is what
+        decode_jpeg without dct_method, decode_image, Keras' image_dataset_from_directory
+        and tensorflow-datasets (tfds.as_numpy) give, so data read here equals what a
+        TensorFlow pipeline fed a model. "INTEGER_ACCURATE" equals
+        decode_jpeg(dct_method="INTEGER_ACCURATE") and what Pillow, OpenCV and simplejpeg
+        give by default; the two differ by a few levels.
     """
 
     type_name = "Image"
@@ -75,6 +93,7 @@ class Image(Feature):
         resize: str = "bilinear",
         dtype: str = "uint8",
         scale: float | None = None,
+        dct_method: str = "INTEGER_FAST",
     ):
         if channels is not None and channels not in (1, 3, 4):
             raise ValueError(f"Image channels must be 1, 3, 4 or None, not {channels!r}")
@@ -90,9 +109,15 @@ class Image(Feature):
             raise ValueError(f"Image resize must be one of {RESIZE_METHODS}, not {resize!r}")
         dtype = dtype_name(dtype)
         if dtype not in IMAGE_DTYPES:
-            raise ValueError(f"Image dtype must be 'uint8' or 'float32', not {dtype!r}")
+            raise ValueError(f"Image dtype must be one of {IMAGE_DTYPES}, not {dtype!r}")
         if scale is not None and dtype != "float32":
             raise ValueError("Image scale applies to dtype='float32' only")
+        if dct_method not in DCT_METHODS:
+            raise ValueError(
+                f"Image dct_method must be one of {DCT_METHODS} (tf.io.decode_jpeg's), "
+                f"not {dct_method!r}"
+            )
+        self.dct_method = dct_method
         self.channels = channels
         self.size = size
         self.resize = resize
@@ -123,6 +148,8 @@ class Image(Feature):
         out["dtype"] = self.dtype
         if self.scale is not None:
             out["scale"] = self.scale
+        if self.dct_method != DCT_METHODS[0]:
+            out["dct_method"] = self.dct_method
         return out
 
     @classmethod
@@ -133,6 +160,7 @@ class Image(Feature):
             resize=obj.get("resize", "bilinear"),
             dtype=obj.get("dtype", "uint8"),
             scale=obj.get("scale"),
+            dct_method=obj.get("dct_method", DCT_METHODS[0]),
         )
 
     def spell(self) -> str:
@@ -145,6 +173,8 @@ class Image(Feature):
             args.append(f"dtype={self.dtype!r}")
         if self.scale is not None:
             args.append(f"scale={self.scale!r}")
+        if self.dct_method != DCT_METHODS[0]:
+            args.append(f"dct_method={self.dct_method!r}")
         return f"tn.Image({', '.join(args)})"
 
     @property
@@ -168,9 +198,13 @@ def decode_images(
     n = len(column)
     view = memoryview(data)
     dtype = np.dtype(spec.dtype)
+    bits = 16 if dtype == np.uint16 else 8
 
     def blob(i: int) -> memoryview:
         return view[int(offsets[i]) : int(offsets[i + 1])]
+
+    def decode(i: int, into: np.ndarray | None = None) -> np.ndarray:
+        return decode_image(blob(i), spec.channels, into, dct_method=spec.dct_method, bits=bits)
 
     failures: dict[int, _ImageFailure] = {}
     if spec.size is not None:
@@ -178,12 +212,12 @@ def decode_images(
         c = spec.channels
         if c is None:
             first = _headers(blob, 1, failures)[0] if n else None
-            c = _channels_of(first, blob(0), failures, 0) if n else 3
+            c = _channels_of(first, decode, failures, 0) if n else 3
         out = np.empty((n, h, w, c), dtype)
         resize = resizer(spec.size, spec.resize, spec.dtype, spec.out_scale)
 
         def one(i: int) -> None:
-            img = decode_image(blob(i), spec.channels)
+            img = decode(i)
             if img.shape[2] != c:
                 raise _ImageFailure(_channel_message(img.shape[2], c, spec), schema=True)
             resize(img, out[i])
@@ -194,7 +228,7 @@ def decode_images(
             _raise(failures, spec, name, where)
         if any(hd is None for hd in heads):  # a format we cannot size up front: decode all
             images: list = [None] * n
-            _run(lambda i: images.__setitem__(i, decode_image(blob(i), spec.channels)), n, failures)
+            _run(lambda i: images.__setitem__(i, decode(i)), n, failures)
             heads = [None if im is None else im.shape for im in images]
             ok = [i for i in range(n) if i not in failures]
             shapes = {images[i].shape for i in ok}
@@ -219,7 +253,7 @@ def decode_images(
         if len(shapes) > 1:
             sizes = {s[:2] for s in shapes}
             images = [None] * n
-            _run(lambda i: images.__setitem__(i, _finish_one(blob(i), spec)), n, failures)
+            _run(lambda i: images.__setitem__(i, _finish_one(decode(i), spec)), n, failures)
             if failures:
                 _raise(failures, spec, name, where)
             shapes = {im.shape for im in images}
@@ -233,13 +267,13 @@ def decode_images(
 
         def one(i: int) -> None:
             target = out[i]
-            if dtype == np.uint8:
-                img = decode_image(blob(i), spec.channels, target)
+            if dtype != np.float32:
+                img = decode(i, target)
             else:
                 buf = getattr(scratch, "buf", None)
                 if buf is None or buf.shape != (h, w, c):
                     buf = scratch.buf = np.empty((h, w, c), np.uint8)
-                img = decode_image(blob(i), spec.channels, buf)
+                img = decode(i, buf)
             if img.shape != (h, w, c):
                 if img.shape[2] != c:
                     raise _ImageFailure(_channel_message(img.shape[2], c, spec), schema=True)
@@ -247,7 +281,7 @@ def decode_images(
                     f"an image of {img.shape[1]}x{img.shape[0]} pixels where its "
                     f"header says {w}x{h}"
                 )
-            if dtype == np.uint8:
+            if dtype != np.float32:
                 if img.base is not target.base or img.ctypes.data != target.ctypes.data:
                     target[...] = img
             else:
@@ -259,8 +293,7 @@ def decode_images(
     return out
 
 
-def _finish_one(data: memoryview, spec: Image) -> np.ndarray:
-    img = decode_image(data, spec.channels)
+def _finish_one(img: np.ndarray, spec: Image) -> np.ndarray:
     if spec.dtype == "float32":
         return img.astype(np.float32) * np.float32(spec.out_scale)
     return img
@@ -277,11 +310,11 @@ def _headers(blob: Callable[[int], memoryview], n: int, failures: dict) -> list:
     return heads
 
 
-def _channels_of(head, data, failures, i) -> int:
+def _channels_of(head, decode, failures, i) -> int:
     if head is not None:
         return head[2]
     try:
-        return decode_image(data, None).shape[2]
+        return decode(i).shape[2]
     except _ImageFailure as e:
         failures[i] = e
         return 3
@@ -298,7 +331,7 @@ def _channel_message(found: int, expected: int, spec: Image) -> str:
 def _respelled(spec: Image, **changes: Any) -> str:
     """The code of spec with some arguments changed: hints print code that runs."""
     args = {"channels": spec.channels, "size": spec.size, "resize": spec.resize}
-    args |= {"dtype": spec.dtype, "scale": spec.scale} | changes
+    args |= {"dtype": spec.dtype, "scale": spec.scale, "dct_method": spec.dct_method} | changes
     return Image(**args).spell()
 
 
@@ -311,7 +344,7 @@ def _uneven(images: list, spec: Image, shapes: set) -> np.ndarray:
     out = np.empty(len(images), object)
     out[:] = [
         im
-        if spec.dtype == "uint8" or im.dtype == np.float32
+        if spec.dtype != "float32" or im.dtype == np.float32
         else im.astype(np.float32) * np.float32(spec.out_scale)
         for im in images
     ]

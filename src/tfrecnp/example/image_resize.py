@@ -1,8 +1,9 @@
 """Resizing as tf.image.resize (half-pixel centres, no antialias): "bilinear", "nearest" or
 "area", for tn.Image(size=...).
 
-Bilinear runs in the compiled core without the GIL (`_core.resize`); nearest and area are
-NumPy over source rows and weights computed once per (input, output) length and cached.
+Bilinear runs in the compiled core without the GIL (`_core.resize`) for uint8 images (and
+in NumPy, in the same float order, for the rare uint16 ones); nearest and area are NumPy over
+source rows and weights computed once per (input, output) length and cached.
 """
 
 from __future__ import annotations
@@ -20,15 +21,16 @@ __all__ = ["resizer"]
 def resizer(
     size: tuple[int, int], method: str, dtype: str, scale: float
 ) -> Callable[[np.ndarray, np.ndarray], None]:
-    """fn(img uint8 [h, w, c], out [H, W, c]): img resized to size = (H, W) by method
-    ("bilinear", "nearest", "area") into out, of dtype uint8 (rounded, clipped) or float32
-    (multiplied by scale)."""
+    """fn(img [h, w, c], out [H, W, c]): img resized to size = (H, W) by method
+    ("bilinear", "nearest", "area") into out, of dtype uint8 or uint16 (img of the same
+    dtype; rounded half to even, clipped) or float32 (img uint8, multiplied by scale)."""
     H, W = size
     dtype, scale = np.dtype(dtype), np.float32(scale)
+    whole = dtype.kind == "u"
 
     def store(values: np.ndarray, out: np.ndarray) -> None:
-        if dtype == np.uint8:
-            np.clip(np.rint(values, out=values), 0, 255, out=values)
+        if whole:
+            np.clip(np.rint(values, out=values), 0, np.iinfo(dtype).max, out=values)
             out[...] = values
         else:
             np.multiply(values, scale, out=out)
@@ -36,12 +38,12 @@ def resizer(
     def resize(img: np.ndarray, out: np.ndarray) -> None:
         h, w = img.shape[:2]
         if (h, w) == (H, W):
-            store(img.astype(np.float32), out) if dtype != np.uint8 else out.__setitem__(..., img)
+            store(img.astype(np.float32), out) if not whole else out.__setitem__(..., img)
             return
         if method == "nearest":
             ys, xs = _nearest(h, H), _nearest(w, W)
             picked = img[ys][:, xs]
-            if dtype == np.uint8:
+            if whole:
                 out[...] = picked
             else:
                 np.multiply(picked, scale, out=out)
@@ -50,6 +52,8 @@ def resizer(
             ay, ax = _area(h, H), _area(w, W)
             rows = np.tensordot(ay, img.astype(np.float32), axes=(1, 0))  # [H, w, c]
             values = np.einsum("xw,hwc->hxc", ax, rows)
+        elif img.dtype != np.uint8:  # uint16: the core's formula and float order, in NumPy
+            values = _bilinear_numpy(img, *_bilinear(h, H), *_bilinear(w, W))
         else:  # the core, without the GIL: one pass, no temporaries
             src = np.ascontiguousarray(img)
             if dtype == np.uint8:
@@ -60,6 +64,15 @@ def resizer(
         store(values, out)
 
     return resize
+
+
+def _bilinear_numpy(img, y0, y1, fy, x0, x1, fx) -> np.ndarray:
+    """top = tl + (tr - tl) * fx, bottom likewise, top + (bottom - top) * fy, in float32."""
+    a = img.astype(np.float32)
+    fx, fy = fx[None, :, None], fy[:, None, None]
+    top = a[y0][:, x0] + (a[y0][:, x1] - a[y0][:, x0]) * fx
+    bottom = a[y1][:, x0] + (a[y1][:, x1] - a[y1][:, x0]) * fx
+    return top + (bottom - top) * fy
 
 
 _cache: dict[tuple, Any] = {}

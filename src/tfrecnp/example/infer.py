@@ -31,7 +31,8 @@ from .._util import fs
 from .._util.text import format_count
 from ..errors import SchemaError
 from ..format.paths import Paths, expand_paths
-from ..format.reader import RecordBatch, RecordReader, file_compression, scan_file
+from ..format.payloads import RecordBatch
+from ..format.reader import RecordReader, file_compression, scan_file
 from .decode import Decoder
 from .spec import (
     KIND_BYTES,

@@ -18,7 +18,7 @@ LENGTH_SUFFIX = "_length"
 
 def feature_names(spec: Any) -> list[str]:
     if isinstance(spec, Sequence):
-        return [*spec.context, *spec.sequence]
+        return [*map(spec.context_column, spec.context), *spec.sequence]
     return list(spec)
 
 
@@ -28,16 +28,24 @@ def ragged_features(spec: Any) -> dict[str, bool]:
 
     def example(features: Mapping[str, Any]) -> dict[str, bool]:
         return {
-            n: True
+            n: not (isinstance(f, VarLen) and f.partitions)  # partitions: rows of rows
             for n, f in features.items()
             if isinstance(f, VarLen) or (isinstance(f, Raw) and f.ragged)
         }
 
     if isinstance(spec, Sequence):
-        return example(spec.context) | {
-            n: not isinstance(f, VarLen) for n, f in spec.sequence.items()
-        }
+        context = {spec.context_column(n): ok for n, ok in example(spec.context).items()}
+        return context | {n: not isinstance(f, VarLen) for n, f in spec.sequence.items()}
     return example(spec)
+
+
+def _pad_values(spec: Any) -> dict[str, Any]:
+    """name -> the value a VarLen with a default pads with (FixedLenSequenceFeature's
+    default_value), for pad= where it gives no value of its own."""
+    features = spec.context if isinstance(spec, Sequence) else spec
+    return {
+        n: f.default for n, f in features.items() if isinstance(f, VarLen) and f.default is not None
+    }
 
 
 def padder(
@@ -48,7 +56,7 @@ def padder(
     where(row), when given), as TensorFlow's padded_batch does, unless truncate=True.
     per_block is True when every length is fixed, so padding a whole decoded block once
     gives the same rows as padding each batch cut from it."""
-    return _padder(ragged_features(spec), feature_names(spec), pad, truncate)
+    return _padder(ragged_features(spec), feature_names(spec), pad, truncate, _pad_values(spec))
 
 
 def pad_columns(cols: Batch, pad: Any, *, truncate: bool = False) -> Batch:
@@ -62,15 +70,15 @@ def pad_columns(cols: Batch, pad: Any, *, truncate: bool = False) -> Batch:
 def pad_lengths(spec: Any, pad: Any) -> dict[str, tuple[int | None, Any]]:
     """pad= checked against the spec and spelled out: {name: (length or None, fill value)}
     for each column it pads (empty for None / False)."""
-    return _wanted(ragged_features(spec), feature_names(spec), pad)
+    return _wanted(ragged_features(spec), feature_names(spec), pad, _pad_values(spec))
 
 
 def _padder(
-    flat: dict[str, bool], names: list[str], pad: Any, truncate: bool
+    flat: dict[str, bool], names: list[str], pad: Any, truncate: bool, values: Any = None
 ) -> tuple[Callable[..., Batch] | None, bool]:
     if pad is None or pad is False:
         return None, True
-    wanted = _wanted(flat, names, pad)
+    wanted = _wanted(flat, names, pad, values)
 
     def apply(cols: Batch, where: Callable[[int], tuple[str, int]] | None = None) -> Batch:
         out: dict[str, Any] = {}
@@ -89,11 +97,14 @@ def _padder(
     return apply, all(length is not None for length, _ in wanted.values())
 
 
-def _wanted(flat: dict[str, bool], names: list[str], pad: Any) -> dict[str, tuple[int | None, Any]]:
+def _wanted(
+    flat: dict[str, bool], names: list[str], pad: Any, values: Any = None
+) -> dict[str, tuple[int | None, Any]]:
     if pad is None or pad is False:
         return {}
+    values = values or {}
     if pad is True:
-        wanted = {name: (None, 0) for name, ok in flat.items() if ok}
+        wanted = {name: (None, values.get(name, 0)) for name, ok in flat.items() if ok}
     elif isinstance(pad, Mapping):
         wanted = {}
         for name, how in pad.items():
@@ -117,7 +128,7 @@ def _wanted(flat: dict[str, bool], names: list[str], pad: Any) -> dict[str, tupl
                     raise ValueError(f"pad[{name!r}] must be a length or (length, value)")
                 length, value = how
             else:
-                length, value = how, 0
+                length, value = how, values.get(name, 0)
             if length is not None and (not isinstance(length, (int, np.integer)) or length < 0):
                 raise ValueError(f"pad[{name!r}]: the length must be an int >= 0 or None")
             wanted[name] = (length, value)

@@ -11,6 +11,9 @@ FixedLen(shape, dtype)         a list of exactly           ndarray [N, *shape]
 VarLen(dtype, inner_shape)     a list of any length that   Ragged [N, None, *inner_shape]
                                is a multiple of
                                prod(inner_shape)
+VarLen(..., partitions=[...],  that list (of feature key)  Ragged [N, None, ..., None,
+       key=...)                cut by int64 lists of the   *inner_shape], a level per
+                               record (RaggedFeature)      partition
 Raw(dtype, shape)              one bytes value holding     ndarray [N, *shape]; Ragged
                                an array's raw little-      [N, None, *shape[1:]] when
                                endian bytes                shape[0] is -1 (or shape is None)
@@ -37,7 +40,7 @@ import functools
 import importlib
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -69,6 +72,7 @@ KIND_NAMES = {
 KIND_DTYPES = {KIND_BYTES: "bytes", KIND_FLOAT: "float32", KIND_INT64: "int64"}
 
 SPEC_FORMAT = "tfrecnp.spec/1"
+CONTEXT_PREFIX = "context/"  # a context column whose name is a feature list's too
 
 
 def _shape(shape: Any, what: str, *, allow_unknown: bool = False) -> tuple[int, ...]:
@@ -238,6 +242,8 @@ class FixedLen(Feature):
                 raise ValueError(f"default {default!r} does not fit in {self.dtype}")
         if arr.size == 0 and math.prod(self.shape) == 0:
             return np.empty(self.shape, arr.dtype)  # nothing to fill; [] in JSON
+        if arr.size == math.prod(self.shape) and arr.shape != self.shape:
+            return arr.reshape(self.shape).copy()  # a flat default, as TensorFlow reshapes it
         try:
             return np.broadcast_to(arr, self.shape).copy()
         except ValueError:
@@ -274,22 +280,179 @@ class FixedLen(Feature):
         return f"tn.FixedLen({format_shape(self.shape)}, {self.dtype!r}{default})"
 
 
+class Partition:
+    """One row partition of a `VarLen` (TensorFlow's RaggedFeature partitions): how the
+    values (or the rows of the partition inside it) group into rows, read from the int64
+    feature `key` of the same record, or a fixed row length."""
+
+    kind: ClassVar[str] = ""
+
+    def __init__(self, key: str):
+        if not isinstance(key, str) or not key:
+            raise ValueError(f"{type(self).__name__} needs a feature name, not {key!r}")
+        self.key = key
+
+    def to_json(self) -> dict:
+        return {self.kind: self.key}
+
+    def spell(self) -> str:
+        return f"tn.VarLen.{type(self).__name__}({self.key!r})"
+
+    def __repr__(self) -> str:
+        return self.spell().removeprefix("tn.VarLen.")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.to_json() == self.to_json()
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, *self.to_json().values()))
+
+
+class RowSplits(Partition):
+    """Row i is items[splits[i]:splits[i + 1]]: n + 1 offsets from 0 to the item count."""
+
+    kind = "row_splits"
+
+
+class RowLengths(Partition):
+    """Row i holds lengths[i] items; the lengths add up to the item count."""
+
+    kind = "row_lengths"
+
+
+class RowStarts(Partition):
+    """Row i starts at starts[i] (the first 0) and ends where the next starts."""
+
+    kind = "row_starts"
+
+
+class RowLimits(Partition):
+    """Row i ends at limits[i] (the last the item count) and starts where the last ended."""
+
+    kind = "row_limits"
+
+
+class ValueRowIds(Partition):
+    """Item j is in row rowids[j] (never decreasing); rows = the last id + 1."""
+
+    kind = "value_rowids"
+
+
+class UniformRowLength(Partition):
+    """Every row holds `length` items (no feature read)."""
+
+    kind = "uniform_row_length"
+
+    def __init__(self, length: int):
+        if isinstance(length, bool) or not isinstance(length, (int, np.integer)) or length < 1:
+            raise ValueError(f"UniformRowLength needs a length >= 1, not {length!r}")
+        self.length = int(length)
+
+    @property
+    def key(self) -> None:  # type: ignore[override]
+        return None
+
+    def to_json(self) -> dict:
+        return {self.kind: self.length}
+
+    def spell(self) -> str:
+        return f"tn.VarLen.UniformRowLength({self.length})"
+
+
+PARTITION_TYPES: dict[str, type[Partition]] = {
+    cls.kind: cls
+    for cls in (RowSplits, RowLengths, RowStarts, RowLimits, ValueRowIds, UniformRowLength)
+}
+
+
+def as_partition(obj: Any) -> Partition:
+    """A Partition from itself, its JSON ({"row_lengths": "key"}) or TensorFlow's
+    tf.io.RaggedFeature.RowLengths(...) and kin (read by their fields)."""
+    if isinstance(obj, Partition):
+        return obj
+    if isinstance(obj, Mapping) and len(obj) == 1:
+        ((kind, arg),) = obj.items()
+        if kind in PARTITION_TYPES:
+            return PARTITION_TYPES[kind](arg)
+    name = type(obj).__name__
+    by_name = {cls.__name__: cls for cls in PARTITION_TYPES.values()}
+    if name in by_name and type(obj).__module__.startswith("tensorflow"):
+        if name == "UniformRowLength":
+            return UniformRowLength(obj.length)
+        return by_name[name](obj.key)
+    raise ValueError(
+        f"not a row partition: {obj!r}; use tn.VarLen.RowSplits(key), RowLengths(key), "
+        "RowStarts(key), RowLimits(key), ValueRowIds(key) or UniformRowLength(n)"
+    )
+
+
 class VarLen(Feature):
     """Any number of values per record -> a Ragged column.
 
     With inner_shape (bounding boxes: (4,)), each record's count must be a multiple of
     prod(inner_shape) and rows are [k, *inner_shape]. A missing feature is an empty row.
+
+    partitions (TensorFlow's RaggedFeature partitions, outermost first) nest the rows: each
+    record's values are cut into rows by int64 features of the same record
+    (``VarLen.RowLengths("key")`` and kin) or a fixed length (``VarLen.UniformRowLength(n)``),
+    and the column is a Ragged with one more ragged level per partition; fixed lengths
+    innermost become inner_shape. key reads the values from another feature than the spec
+    entry's name (TensorFlow's value_key). default, a scalar, pads each user batch's rows to
+    its longest, giving a dense [n, longest, *inner_shape] array (FixedLenSequenceFeature's
+    default_value in tf.io.parse_example).
     """
 
     type_name = "VarLen"
+    RowSplits = RowSplits
+    RowLengths = RowLengths
+    RowStarts = RowStarts
+    RowLimits = RowLimits
+    ValueRowIds = ValueRowIds
+    UniformRowLength = UniformRowLength
 
-    def __init__(self, dtype: Any, inner_shape: Any = ()):
+    def __init__(
+        self,
+        dtype: Any,
+        inner_shape: Any = (),
+        *,
+        partitions: Any = (),
+        key: str | None = None,
+        default: Any = None,
+    ):
         self.dtype = _value_dtype(dtype)
-        self.inner_shape = _shape(inner_shape, "VarLen inner_shape")
-        if self.dtype == "bytes" and self.inner_shape:
-            raise ValueError("VarLen('bytes') takes no inner_shape")
+        inner = _shape(inner_shape, "VarLen inner_shape")
+        parts = [as_partition(p) for p in partitions]
+        while parts and isinstance(parts[-1], UniformRowLength):
+            inner = (parts.pop().length, *inner)  # fixed rows innermost: an inner shape
+        self.inner_shape = inner
+        self.partitions = tuple(parts)
         if math.prod(self.inner_shape) == 0:
             raise ValueError(f"VarLen inner_shape {self.inner_shape} holds no values")
+        if key is not None and (not isinstance(key, str) or not key):
+            raise ValueError(f"VarLen key must be a feature name, not {key!r}")
+        self.key = key
+        self.default = None if default is None else self._check_default(default)
+
+    def _check_default(self, default: Any) -> Any:
+        if self.partitions:
+            raise ValueError("VarLen default pads rows of values; it takes no partitions")
+        arr = np.asarray(default, dtype=object if self.dtype == "bytes" else None)
+        if arr.size != 1:
+            raise ValueError(
+                f"VarLen default is the one value rows are padded with, not {default!r}"
+            )
+        value = arr.reshape(-1)[0]
+        if self.dtype == "bytes":
+            value = value.encode("utf-8") if isinstance(value, str) else value
+            if not isinstance(value, (bytes, np.bytes_)):
+                raise ValueError(f"default of a bytes feature must be bytes, not {default!r}")
+            return bytes(value)
+        if np.asarray(value).dtype.kind not in "biuf":
+            raise ValueError(f"default of a {self.dtype} feature must be a number, not {default!r}")
+        out = np.asarray(value).astype(self.dtype)
+        if np.asarray(value).dtype.kind in "biu" and out != value:
+            raise ValueError(f"default {default!r} does not fit in {self.dtype}")
+        return out.item()
 
     @property
     def kind(self) -> int:
@@ -300,18 +463,42 @@ class VarLen(Feature):
         """Values per inner row: prod(inner_shape)."""
         return math.prod(self.inner_shape)
 
+    @property
+    def ragged_rank(self) -> int:
+        """Ragged levels of the column: the records' rows, and one per partition."""
+        return 1 + len(self.partitions)
+
     def to_json(self) -> dict:
-        out = {"type": "VarLen", "dtype": self.dtype}
+        out: dict[str, Any] = {"type": "VarLen", "dtype": self.dtype}
         if self.inner_shape:
             out["inner_shape"] = list(self.inner_shape)
+        if self.partitions:
+            out["partitions"] = [p.to_json() for p in self.partitions]
+        if self.key is not None:
+            out["key"] = self.key
+        if self.default is not None:
+            out["default"] = _encode_default(self.default)
         return out
 
     @classmethod
     def from_json(cls, obj: dict) -> VarLen:
-        return cls(obj["dtype"], obj.get("inner_shape", ()))
+        default = obj.get("default")
+        return cls(
+            obj["dtype"],
+            obj.get("inner_shape", ()),
+            partitions=obj.get("partitions", ()),
+            key=obj.get("key"),
+            default=None if default is None else _decode_default(default),
+        )
 
     def spell(self) -> str:
         inner = f", inner_shape={format_shape(self.inner_shape)}" if self.inner_shape else ""
+        if self.partitions:
+            inner += f", partitions=[{', '.join(p.spell() for p in self.partitions)}]"
+        if self.key is not None:
+            inner += f", key={self.key!r}"
+        if self.default is not None:
+            inner += f", default={self.default!r}"
         return f"tn.VarLen({self.dtype!r}{inner})"
 
 
@@ -383,14 +570,25 @@ class Sequence:
 
     context: features of the whole record, as for an Example. sequence: features with one
     value per step (FixedLen without default, VarLen, Raw with a shape whose first axis is
-    known); a record without the feature list has zero steps.
+    known); a record without the feature list has zero steps, unless its name is in
+    required (TensorFlow's FixedLenSequenceFeature with allow_missing=False), where it is a
+    SchemaError naming feature and record. A name may be both a context feature and a
+    feature list (the two maps of the record are apart): the batch then holds the context
+    column as "context/<name>" (`context_column`).
     """
 
     type_name = "Sequence"
 
     def __init__(
-        self, context: Mapping[str, Any] | None = None, sequence: Mapping[str, Any] | None = None
+        self,
+        context: Mapping[str, Any] | None = None,
+        sequence: Mapping[str, Any] | None = None,
+        *,
+        required: Iterable[str] = (),
     ):
+        if isinstance(required, str):
+            required = (required,)
+        required = (*required, *_required(sequence or {}))  # TensorFlow's, as TF requires them
         self.context = as_spec(dict(context or {}), _where="Sequence context")
         self.sequence = as_spec(dict(sequence or {}), _where="Sequence sequence", _steps=True)
         for name, f in self.sequence.items():
@@ -401,6 +599,13 @@ class Sequence:
                 )
             if isinstance(f, FixedLen) and f.default is not None:
                 raise ValueError(f"sequence feature {name!r}: a sequence feature takes no default")
+            if isinstance(f, VarLen) and f.default is not None:
+                raise ValueError(f"sequence feature {name!r}: a sequence VarLen takes no default")
+            if isinstance(f, VarLen) and f.dtype == "bytes" and f.inner_shape:
+                raise ValueError(
+                    f"sequence feature {name!r}: tn.VarLen('bytes') in a sequence takes no "
+                    "inner_shape; read the steps as tn.FixedLen(shape, 'bytes')"
+                )
             if isinstance(f, Raw) and (f.ragged or (f.shape and -1 in f.shape)):
                 raise ValueError(
                     f"sequence feature {name!r}: Raw in a sequence needs a known shape, "
@@ -408,25 +613,43 @@ class Sequence:
                 )
         if not self.context and not self.sequence:
             raise ValueError("Sequence spec has no features")
-        both = sorted(set(self.context) & set(self.sequence))
-        if both:
+        self.required = tuple(dict.fromkeys(required))
+        unknown = [n for n in self.required if n not in self.sequence]
+        if unknown:
             raise ValueError(
-                f"feature {both[0]!r} is both a context and a sequence feature; a batch has "
-                "one column per name, so read one of them under a Sequence of its own"
+                f"required names {unknown[0]!r}, which is not a sequence feature; required "
+                f"lists the feature lists every record must hold ({', '.join(self.sequence)})"
             )
+        for name in set(self.context) & set(self.sequence):
+            column = CONTEXT_PREFIX + name
+            if column in self.context or column in self.sequence:
+                raise ValueError(
+                    f"feature {name!r} is both a context feature and a feature list, and its "
+                    f"context column {column!r} is a feature name too; read one of them "
+                    "under a Sequence of its own"
+                )
+
+    def context_column(self, name: str) -> str:
+        """The batch's column for context feature `name`: the name, or "context/<name>"
+        when a feature list has that name too."""
+        return CONTEXT_PREFIX + name if name in self.sequence else name
 
     def to_json(self) -> dict:
-        return {
+        out = {
             "type": "Sequence",
             "context": {k: v.to_json() for k, v in self.context.items()},
             "sequence": {k: v.to_json() for k, v in self.sequence.items()},
         }
+        if self.required:
+            out["required"] = list(self.required)
+        return out
 
     @classmethod
     def from_json(cls, obj: dict) -> Sequence:
         return cls(
             {k: feature_from_json(v) for k, v in obj.get("context", {}).items()},
             {k: feature_from_json(v) for k, v in obj.get("sequence", {}).items()},
+            required=obj.get("required", ()),
         )
 
     def __eq__(self, other: object) -> bool:
@@ -436,7 +659,8 @@ class Sequence:
         return hash(json.dumps(self.to_json(), sort_keys=True))
 
     def __repr__(self) -> str:
-        return f"Sequence(context={self.context!r}, sequence={self.sequence!r})"
+        required = f", required={list(self.required)!r}" if self.required else ""
+        return f"Sequence(context={self.context!r}, sequence={self.sequence!r}{required})"
 
 
 Spec = dict[str, Feature] | Sequence
@@ -474,12 +698,14 @@ def spec_to_json(spec: Any) -> str:
     spec = as_spec(spec)
     if isinstance(spec, Sequence):
         sections = {"type": "Sequence", "context": spec.context, "sequence": spec.sequence}
+        if spec.required:
+            sections["required"] = list(spec.required)
     else:
         sections = {"type": "Example", "features": spec}
     lines = ["{", f'  "format": {json.dumps(SPEC_FORMAT)},']
     for key, value in sections.items():
-        if isinstance(value, str):
-            lines.append(f'  "{key}": {json.dumps(value)},')
+        if isinstance(value, (str, list)):
+            lines.append(f'  "{key}": {json.dumps(value, ensure_ascii=False)},')
             continue
         dump = functools.partial(json.dumps, ensure_ascii=False)
         items = [f"    {dump(k)}: {dump(v.to_json())}" for k, v in value.items()]
@@ -515,45 +741,51 @@ def _is_tf_feature(obj: Any) -> bool:
 
 
 def _tf_feature(name: str, obj: Any, *, sequence: bool) -> Feature:
+    try:
+        return _tf_feature_of(name, obj, sequence=sequence)
+    except ValueError as e:
+        if str(e).startswith(f"feature {name!r}"):
+            raise
+        raise ValueError(f"feature {name!r}: {e}") from None
+
+
+def _tf_feature_of(name: str, obj: Any, *, sequence: bool) -> Feature:
     kind = type(obj).__name__
+    if kind == "SparseFeature":
+        return _unsupported(name, obj, "any arguments")
     dtype = _value_dtype(obj.dtype)
     if kind == "FixedLenFeature":
+        if obj.shape is None:
+            raise ValueError(
+                f"feature {name!r}: FixedLenFeature has no shape (missing shape); give it "
+                "one, e.g. () for one value per record"
+            )
         if any(d is None or d == -1 for d in _tf_shape(obj.shape)):
             raise ValueError(
                 f"feature {name!r}: FixedLenFeature shape {obj.shape} has an unknown dimension"
+                "; for a varying first axis use FixedLenSequenceFeature (tn.VarLen)"
             )
         return FixedLen(_tf_shape(obj.shape), dtype, obj.default_value)
     if kind == "VarLenFeature":
         return VarLen(dtype)
     if kind == "FixedLenSequenceFeature":
-        if obj.default_value is not None:
-            raise ValueError(
-                f"feature {name!r}: FixedLenSequenceFeature default_value is not supported "
-                "(missing values give shorter rows of a Ragged column)"
-            )
         shape = _tf_shape(obj.shape)
         if sequence:
+            if obj.default_value is not None:
+                raise ValueError(
+                    f"feature {name!r}: FixedLenSequenceFeature default_value in a sequence "
+                    "is not supported (records keep their own number of steps)"
+                )
             return FixedLen(shape, dtype)
-        if dtype == "bytes" and shape:
-            return _unsupported(name, obj, f"bytes and shape {shape}")
-        return VarLen(dtype, shape)
+        if not obj.allow_missing:
+            raise ValueError(
+                f"feature {name!r}: FixedLenSequenceFeature in an Example requires "
+                "allow_missing=True (tf.io.parse_example refuses it too)"
+            )
+        return VarLen(dtype, shape, default=obj.default_value)
     if kind == "RaggedFeature":
         key = getattr(obj, "value_key", None)
-        if key not in (None, name):
-            raise ValueError(
-                f"feature {name!r}: RaggedFeature value_key={key!r} is not supported; "
-                f"name the spec entry {key!r} instead"
-            )
-        inner = []
-        for p in obj.partitions:
-            if type(p).__name__ != "UniformRowLength":
-                raise ValueError(
-                    f"feature {name!r}: RaggedFeature partition {type(p).__name__} is not "
-                    "supported (only UniformRowLength); read the values and the partition "
-                    "feature as tn.VarLen and build nested rows with tn.Ragged.from_lengths"
-                )
-            inner.append(int(p.length))
-        return VarLen(dtype, tuple(inner))
+        return VarLen(dtype, partitions=obj.partitions, key=None if key in (None, name) else key)
     return _unsupported(name, obj, "this feature type")
 
 
@@ -561,7 +793,8 @@ def _unsupported(name: str, obj: Any, what: str) -> Feature:
     raise ValueError(
         f"feature {name!r}: {type(obj).__name__} with {what} is not supported; "
         "supported are FixedLenFeature, VarLenFeature, FixedLenSequenceFeature and "
-        "RaggedFeature (no partitions or UniformRowLength)"
+        "RaggedFeature. A SparseFeature(index_key, value_key, ...) reads as "
+        "{'index': tn.VarLen('int64'), 'value': tn.VarLen(dtype)} (one Ragged each)"
     )
 
 
@@ -572,6 +805,17 @@ def _tf_shape(shape: Any) -> tuple[int, ...]:
     return tuple(-1 if d is None else int(d) for d in dims)
 
 
+def _required(features: Mapping[str, Any]) -> list[str]:
+    """The feature lists TensorFlow requires: FixedLenSequenceFeature(allow_missing=False)."""
+    return [
+        name
+        for name, f in features.items()
+        if _is_tf_feature(f)
+        and type(f).__name__ == "FixedLenSequenceFeature"
+        and not f.allow_missing
+    ]
+
+
 def spec_from_tf(
     features: Mapping[str, Any], sequence_features: Mapping[str, Any] | None = None
 ) -> Spec:
@@ -579,8 +823,9 @@ def spec_from_tf(
     context and sequence dicts of tf.io.parse_sequence_example) to a tfrecnp spec.
 
     FixedLenFeature -> FixedLen; VarLenFeature -> VarLen; FixedLenSequenceFeature -> VarLen
-    with inner_shape in an Example, FixedLen in a sequence; RaggedFeature (no partitions, or
-    UniformRowLength ones) -> VarLen. Missing values come back as Ragged rows, not padding.
+    with inner_shape in an Example (its default_value pads, as TensorFlow pads), FixedLen
+    in a sequence (a required feature list unless allow_missing=True); RaggedFeature ->
+    VarLen with its partitions and value_key. SparseFeature is not supported.
     """
     context = {
         name: _tf_feature(name, f, sequence=False) if _is_tf_feature(f) else f
@@ -592,7 +837,7 @@ def spec_from_tf(
         name: _tf_feature(name, f, sequence=True) if _is_tf_feature(f) else f
         for name, f in sequence_features.items()
     }
-    return Sequence(context, seq)
+    return Sequence(context, seq, required=_required(sequence_features))
 
 
 def _is_spec_json(spec: Any) -> bool:
@@ -617,7 +862,7 @@ def as_spec(spec: Any, *, _where: str = "spec", _steps: bool = False) -> Spec:
     if _is_spec_json(spec):  # a spec file's parsed JSON (`tfrecnp inspect --json`), as-is
         return spec_from_json(spec)
     if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(d, Mapping) for d in spec):
-        return Sequence(*spec)
+        return spec_from_tf(*spec)  # as tf.io.parse_sequence_example takes them
     if not isinstance(spec, Mapping):
         raise TypeError(
             f"{_where} must be a dict of name -> feature, a tn.Sequence, or a pair (context, "

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import decode as _core
-from ..format.reader import RecordBatch
+from ..format.payloads import RecordBatch
 from .decode_errors import corrupt, malformed_reason
 from .decode_plan import NAME_ENCODING, as_batch
 
@@ -54,7 +54,7 @@ class Survey:
 def survey(batch: RecordBatch | Iterable[bytes], *, first_bytes: int = 16) -> Survey:
     """List each record's features (name, kind, value count, ...) without a spec, for
     schema inference and `tfrecnp inspect`. Malformed records raise CorruptRecordError."""
-    batch = as_batch(batch)
+    batch = as_batch(batch).packed()
     data, offsets = batch.data, batch.offsets
     n = len(batch)
     cap = max(64, n * 8)

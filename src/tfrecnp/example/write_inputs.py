@@ -33,6 +33,7 @@ from .write_sequence import SequenceColumn
 __all__ = [
     "InputColumn",
     "Written",
+    "arrow_columns",
     "bytes_block",
     "check_encoding",
     "key_order",
@@ -532,6 +533,7 @@ def prepare(
 ) -> tuple[list[InputColumn], int]:
     """The InputColumns of one batch of columns, in the order records hold their keys, and
     their one number of rows; sequence: the names written as feature lists."""
+    columns = arrow_columns(columns)
     if not isinstance(columns, Mapping):
         raise TypeError(
             f"columns must be a dict of feature name -> column, not {type(columns).__name__}"
@@ -557,6 +559,22 @@ def prepare(
     n = check_lengths({c.name: c.n for c in cols})
     cols.sort(key=lambda c: key_order(c.key))
     return cols, n
+
+
+def arrow_columns(columns: Any) -> Any:
+    """A pyarrow Table or RecordBatch (`tfrecnp.example.arrow.from_arrow`: zero-copy where
+    Arrow's layout is NumPy's) or a Hugging Face ``datasets.Dataset``
+    (`tfrecnp.example.hf.hf_columns`) as columns; anything else as it is."""
+    module = type(columns).__module__ or ""
+    if module.startswith("pyarrow") and hasattr(columns, "column_names"):
+        from .arrow import from_arrow
+
+        return from_arrow(columns)
+    if module.startswith("datasets.") and hasattr(columns, "features"):
+        from .hf import hf_columns
+
+        return hf_columns(columns)
+    return columns
 
 
 def rows_per_slice(cols: list[InputColumn]) -> int:

@@ -1,7 +1,11 @@
 """`.idx` sidecars: one text line per record, ``offset length``, where length counts the
 whole frame (header + payload + footer). The format of NVIDIA DALI's tfrecord2idx and
 vahidk/tfrecord. A sidecar is trusted only after it tiles its file and a few frame headers
-agree with it; otherwise it is ignored (with a warning) and the file is rescanned."""
+agree with it; otherwise it is ignored (with a warning) and the file is rescanned.
+
+The sidecar of a GZIP / ZLIB file counts offsets in its decompressed stream; it is trusted
+only beside a checkpoint sidecar (format/inflate_index.py) that matches the file and whose
+decompressed size it tiles, with a few headers read through those checkpoints."""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import numpy as np
 from .._core import encode
 from .._util import fs
 from .._util.atomic import atomic_output
+from .compression import detect_compression
 from .frames import HEADER_BYTES, LENGTH_BYTES, OVERHEAD_BYTES, is_frame_header
 from .paths import INDEX_SUFFIX, PathLike
 
@@ -81,7 +86,8 @@ def read_index(index_file: PathLike, data_file: PathLike | None = None) -> Recor
     ) and (len(offsets) == 0 or offsets[0] == 0)
     if data_file is not None:
         end = int(offsets[-1] + frames[-1]) if len(offsets) else 0
-        if not (consistent and end == fs.size(path) and _headers_agree(path, offsets, frames)):
+        plain = consistent and end == fs.size(path) and _headers_agree(path, offsets, frames)
+        if not plain and not (consistent and _inflated_agrees(path, offsets, frames, end)):
             return _ignore_index(index_file, path)
     elif not consistent:
         raise ValueError(f"{index_file}: offsets and lengths do not tile a file")
@@ -106,4 +112,31 @@ def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
                 return False
             if int.from_bytes(head[:LENGTH_BYTES], "little") != frames[i] - OVERHEAD_BYTES:
                 return False
+    return True
+
+
+def _inflated_agrees(path: str, offsets: np.ndarray, frames: np.ndarray, end: int) -> bool:
+    """For a GZIP / ZLIB file: its checkpoint sidecar matches it, its decompressed stream
+    ends where the index does, and the first, middle and last headers agree (read through
+    the checkpoints)."""
+    from . import inflate_index
+
+    if fs.is_url(path) or not inflate_index.have_rapidgzip():
+        return False
+    kind = detect_compression(fs.read_head(path, HEADER_BYTES))
+    cp = inflate_index.read_checkpoints(path, kind) if kind is not None else None
+    if cp is None or cp.inflated_size != end:
+        return False
+    inflated = inflate_index.Inflated(cp, inflate_index.SpanCache(0))
+    try:
+        for i in sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else ():
+            head = bytearray(HEADER_BYTES)
+            if inflated.read_into(memoryview(head), int(offsets[i])) != HEADER_BYTES:
+                return False
+            if not is_frame_header(bytes(head)):
+                return False
+            if int.from_bytes(head[:LENGTH_BYTES], "little") != frames[i] - OVERHEAD_BYTES:
+                return False
+    finally:
+        inflated.close()
     return True

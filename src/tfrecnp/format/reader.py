@@ -18,13 +18,11 @@ geometry comes from format/frames.py.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import itertools
 import os
 import zlib
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -47,11 +45,10 @@ from .frames import (
 )
 from .index import RecordIndex, index_path, read_index
 from .paths import PathLike, Paths, expand_paths
+from .payloads import Origins, RecordBatch
 from .sniff import what_is
 
 __all__ = [
-    "FrameBatch",
-    "Payloads",
     "RecordBatch",
     "RecordReader",
     "count_records",
@@ -83,202 +80,6 @@ def file_compression(path: PathLike, compression: str | None = "auto") -> str | 
     return detect_compression(fs.read_head(path, HEADER_BYTES))
 
 
-class _Origins:
-    """Where a batch's rows come from: `origins` lists (first row, path, record index in
-    that file) for each run of consecutive records the batch draws on."""
-
-    origins: tuple[tuple[int, str, int], ...]
-
-    def where(self, row: int) -> tuple[str, int]:
-        """(path, record index in that file) of row `row` of this batch."""
-        return _locate(self.origins, row)
-
-    def locator(self) -> Callable[[int], tuple[str, int]]:
-        """`where` without the batch: it holds the rows' origins, not their bytes, so what
-        keeps it (a decoded block naming its records) does not keep the payloads alive."""
-        return functools.partial(_locate, self.origins)
-
-
-class _Spans:
-    """Payloads that lie apart: payload i is starts[i]:ends[i] of the batch's buffer(s)."""
-
-    starts: np.ndarray
-    ends: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.starts)
-
-    @property
-    def nbytes(self) -> int:
-        """Payload bytes."""
-        return int((self.ends - self.starts).sum())
-
-    def _packing(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(lengths, offsets, data) of the payloads back to back: data to copy them into."""
-        lengths = self.ends - self.starts
-        offsets = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return lengths, offsets, np.empty(int(offsets[-1]), np.uint8)
-
-
-@dataclass(frozen=True)
-class RecordBatch(_Origins):
-    """Payloads of consecutive records: record i is data[offsets[i]:offsets[i + 1]].
-
-    origins lists (first row, path, record index in that file) for each file the batch
-    draws on, so later stages can name where a record came from.
-    """
-
-    data: np.ndarray
-    offsets: np.ndarray
-    origins: tuple[tuple[int, str, int], ...] = ()
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, i: int) -> bytes:
-        n = len(self)
-        if not -n <= i < n:
-            raise IndexError(f"record {i} out of range for a batch of {n}")
-        i %= n
-        return self.data[self.offsets[i] : self.offsets[i + 1]].tobytes()
-
-    def __iter__(self) -> Iterator[bytes]:
-        data, offsets = self.data, self.offsets.tolist()
-        if len(offsets) > 1 and offsets[-1] - offsets[0] < 2048 * (len(offsets) - 1):
-            # short records: one copy of the batch, then bytes slices, a third faster
-            raw = data.tobytes()
-            return map(raw.__getitem__, map(slice, offsets[:-1], offsets[1:]))
-        return (data[a:b].tobytes() for a, b in itertools.pairwise(offsets))
-
-    @property
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    @property
-    def starts(self) -> np.ndarray:
-        """Where each payload starts in data (what the decoder reads, as for FrameBatch)."""
-        return self.offsets[:-1]
-
-    @property
-    def ends(self) -> np.ndarray:
-        return self.offsets[1:]
-
-    @property
-    def nbytes(self) -> int:
-        """Payload bytes."""
-        return int(self.offsets[-1] - self.offsets[0])
-
-    def slice(self, start: int, stop: int) -> RecordBatch:
-        """Rows start..stop as a view on the same buffer (no copy)."""
-        offsets = self.offsets[start : stop + 1]
-        origins = []
-        for k, (first, path, record) in enumerate(self.origins):
-            end = self.origins[k + 1][0] if k + 1 < len(self.origins) else len(self)
-            lo, hi = max(first, start), min(end, stop)
-            if lo < hi:
-                origins.append((lo - start, path, record + lo - first))
-        data = self.data[offsets[0] : offsets[-1]]
-        return RecordBatch(data, offsets - offsets[0], tuple(origins))
-
-    @classmethod
-    def concat(cls, batches: list[RecordBatch]) -> RecordBatch:
-        if len(batches) == 1:
-            return batches[0]
-        data = np.concatenate([b.data for b in batches]) if batches else np.empty(0, np.uint8)
-        offsets = [np.zeros(1, np.int64)]
-        origins = []
-        rows = base = 0
-        for b in batches:
-            offsets.append(b.offsets[1:] + base)
-            origins += [(first + rows, path, record) for first, path, record in b.origins]
-            rows += len(b)
-            base += int(b.offsets[-1])
-        return cls(data, np.concatenate(offsets), tuple(origins))
-
-
-@dataclass(frozen=True)
-class FrameBatch(_Spans, _Origins):
-    """Records left in the frames they were read in: payload i is data[starts[i]:ends[i]],
-    with frame headers between. A pass decodes straight from them, so payloads (16 KiB
-    tensors, images) are not copied out of their frames first; `packed()` gives the
-    RecordBatch that everything else takes. `offset`: where data[0] lies in its file's
-    (decompressed) stream. Unless `verified`, the payload CRCs are yet to be checked, by
-    `verify()`, in whichever thread has time for it."""
-
-    data: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    origins: tuple[tuple[int, str, int], ...] = ()
-    offset: int = 0
-    verified: bool = True
-
-    def verify(self) -> tuple[FrameBatch, CorruptRecordError | None]:
-        """(the records before the first whose payload CRC fails, verified; the error
-        naming that one, or None)."""
-        if self.verified:
-            return self, None
-        bad = framing.check_payloads(self.data, self.starts, self.ends)
-        if bad < 0:
-            return dataclasses.replace(self, verified=True), None
-        a, b = int(self.starts[bad]), int(self.ends[bad])
-        path, record = self.where(bad)
-        error = CorruptRecordError(
-            payload_crc_mismatch(memoryview(self.data), a - HEADER_BYTES, b - a),
-            path=path,
-            record=record,
-            offset=self.offset + a - HEADER_BYTES,
-            hint=SALVAGE_HINT,
-        )
-        origins = tuple(o for o in self.origins if o[0] < bad)
-        good = FrameBatch(self.data, self.starts[:bad], self.ends[:bad], origins, self.offset)
-        return good, error
-
-    def packed(self) -> RecordBatch:
-        """The payloads back to back, copied out of their frames."""
-        lengths, offsets, data = self._packing()
-        framing.gather_ranges(self.data, self.starts, lengths, data)
-        return RecordBatch(data, offsets, self.origins)
-
-
-@dataclass(frozen=True)
-class PooledBatch(_Spans):
-    """Records left in several buffers (the blocks a shuffle pool holds): payload i is
-    parts[which[i]][starts[i]:ends[i]], its CRC already checked. The decoder reads each
-    where it lies, so the rows leaving a pool are not copied together first; `packed()`
-    gives the RecordBatch that everything else takes. place(row): the row's (path,
-    record)."""
-
-    parts: list[np.ndarray]
-    which: np.ndarray
-    starts: np.ndarray
-    ends: np.ndarray
-    place: Callable[[int], tuple[str, int]]
-
-    def where(self, row: int) -> tuple[str, int]:
-        return self.place(row)
-
-    def locator(self) -> Callable[[int], tuple[str, int]]:
-        return self.place
-
-    def packed(self) -> RecordBatch:
-        """The payloads back to back, copied out of the parts (origins per row)."""
-        lengths, offsets, data = self._packing()
-        framing.gather_parts(self.parts, self.which, self.starts, lengths, data, offsets[:-1])
-        origins = tuple((row, *self.place(row)) for row in range(len(self)))
-        return RecordBatch(data, offsets, origins)
-
-
-Payloads = RecordBatch | FrameBatch | PooledBatch  # back to back, in their frames, or pooled
-
-
-def _locate(origins: tuple, row: int) -> tuple[str, int]:
-    for first, path, record in reversed(origins):
-        if row >= first:
-            return path, record + row - first
-    return "<memory>", row
-
-
 class _Stream:
     """A window on one file's byte stream: buf[start:end] holds stream bytes base+start...
 
@@ -286,13 +87,7 @@ class _Stream:
     read front to back through a decompressor.
     """
 
-    def __init__(
-        self,
-        path: str,
-        compression: str | None,
-        span: tuple[int, int] | None = None,
-        spares: Spares | None = None,
-    ):
+    def __init__(self, path: str, compression: str | None, spares: Spares | None = None):
         self.path = path
         self.raw = fs.open_read(path)  # closed by close(); remote files read ahead MiBs
         self.remote = fs.is_url(path)
@@ -316,9 +111,6 @@ class _Stream:
         self.read_size = CHUNK_BYTES  # bytes read at a time, past what is needed
         self.spares = spares
         self.damage: Exception | None = None  # why a compressed stream stopped early
-        if span is not None:  # bytes start..stop of an uncompressed file: it ends at stop
-            self.jump(span[0])
-            self.size = span[1]
 
     def close(self) -> None:
         self.view.release()
@@ -335,7 +127,7 @@ class _Stream:
         never make it allocate more than the bytes that remain.
         """
         want = max(need, self.read_size if read_size is None else read_size)
-        if self.size is not None:  # never read past the end of the file (or of its span)
+        if self.size is not None:  # never read past the end of the file
             want = min(want, self.size - self.base - self.start)
         if self.lent or self.start + want > len(self.buf):  # drop what was walked
             self._move(self.start if self.keep is None else self.keep, len(self.buf))
@@ -461,11 +253,11 @@ class RecordReader:
 
     def frame_batches(
         self, batch_size: int = 1024, *, defer_crc: bool = False
-    ) -> Iterator[FrameBatch]:
-        """Batches of batch_size records left in their frames (see FrameBatch): no payload
-        is copied. A batch does not span files: the last of each file may be short.
+    ) -> Iterator[RecordBatch]:
+        """Batches of batch_size records left in their frames (RecordBatch.spans): no
+        payload is copied. A batch does not span files: the last of each file may be short.
         defer_crc: with on_error="raise", payload CRCs are left to the consumer
-        (FrameBatch.verify), which may have a thread with more time for them than this
+        (RecordBatch.verify), which may have a thread with more time for them than this
         one; damaged records to be skipped are found here, where the walk resynchronises."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
@@ -500,45 +292,19 @@ class RecordReader:
                 pass
             yield RecordIndex(path, *heads.arrays())
 
-    def span_batches(
-        self, path: str, start: int, stop: int, first: int, batch_size: int
-    ) -> Iterator[RecordBatch]:
-        """Batches of the records whose frames fill bytes start..stop of one uncompressed
-        file, numbered from record `first` in errors: a share of a large file (a Ray read
-        task's), found from its index."""
-        batch = _BatchBuilder(batch_size, self.spares)
-        try:
-            yield from self._walk(path, batch, (start, stop), first)
-        except CorruptRecordError:
-            if batch.n:
-                yield batch.take()
-            raise
-        if batch.n:
-            yield batch.take()
-
-    def _walk(
-        self,
-        path: str,
-        sink: _BatchBuilder | _FrameBuilder | _Headers,
-        span: tuple[int, int] | None = None,
-        first: int = 0,
-    ):
-        """For one file (or bytes span[0]..span[1] of it, records numbered from `first`):
-        fills the batch `sink`, yielding it whenever it is full, or collects frame offsets
-        and lengths into `sink` from a header-only walk."""
+    def _walk(self, path: str, sink: _BatchBuilder | _FrameBuilder | _Headers):
+        """For one file: fills the batch `sink`, yielding it whenever it is full, or
+        collects frame offsets and lengths into `sink` from a header-only walk."""
         compression = (
             file_compression(path, self.compression)
             if self.compression == "auto"
             else self.compression
         )
         stream = _Stream(
-            path,
-            compression,
-            span if compression is None else None,
-            spares=sink.spares if isinstance(sink, _FrameBuilder) else None,
+            path, compression, spares=sink.spares if isinstance(sink, _FrameBuilder) else None
         )
         try:
-            yield from _walk_stream(self, stream, sink, first)
+            yield from _walk_stream(self, stream, sink)
         finally:
             stream.close()
 
@@ -684,7 +450,8 @@ class _BatchBuilder(_Rows):
         if self.data is not None:
             self.spares.lend(self.data)
         data = self.data[: self.used] if self.data is not None else np.empty(0, np.uint8)
-        batch = RecordBatch(data, self.offsets[: self.n + 1], tuple(self.origins))
+        origins = Origins.from_runs(self.origins, self.n)
+        batch = RecordBatch(data, self.offsets[: self.n + 1], origins)
         self._start()
         return batch
 
@@ -701,7 +468,7 @@ class _FrameBuilder(_Rows):
     def __init__(self, size: int, spares: Spares | None = None, defer: bool = False):
         self.size = size
         self.spares = spares if spares is not None else Spares(limit=3)
-        self.defer = defer  # payload CRCs left to FrameBatch.verify
+        self.defer = defer  # payload CRCs left to RecordBatch.verify
         self.seen_records = self.seen_bytes = 0
         self.starts = np.empty(min(size, 1 << 16), np.int64)
         self.ends = np.empty(len(self.starts), np.int64)
@@ -750,14 +517,17 @@ class _FrameBuilder(_Rows):
                     pos = s.start
                 return status, pos, good, length, bad_at
 
-    def take(self) -> FrameBatch:
+    def take(self) -> RecordBatch:
         """The batch so far (the builder starts afresh)."""
         s, n = self.stream, self.n
         stop = int(self.ends[n - 1]) + FOOTER_BYTES - s.base
         first = s.base + s.keep
         data = s.lend(stop)
         starts, ends = self.starts[:n] - first, self.ends[:n] - first
-        batch = FrameBatch(data, starts, ends, tuple(self.origins), first, not self.defer)
+        origins = Origins.from_runs(self.origins, n)
+        batch = RecordBatch.spans(
+            data, starts, ends, origins, offset=first, verified=not self.defer
+        )
         self.n = 0
         self.origins = []
         self.follows = self.stream = None
@@ -799,8 +569,8 @@ def _walk_stream(
     reader: RecordReader,
     s: _Stream,
     sink: _BatchBuilder | _FrameBuilder | _Headers,
-    record: int = 0,
 ):
+    record = 0
     batch = None if isinstance(sink, _Headers) else sink
     # a local header-only walk seeks over payloads; a remote one reads through (a request
     # per seek would cost more than the bytes it saves)

@@ -1,0 +1,179 @@
+"""`tfrecnp inspect | head | convert` on a prepared tensorflow-datasets folder.
+
+`add_tfds` gives those three commands a ``--split`` option and routes them here when their
+path is a TFDS folder (it holds dataset_info.json and features.json, or version folders
+holding them) or a split is given; any other path goes to the command as before. The
+folder is read through `tfrecnp.data.tfds` (imported when a TFDS folder is met, so other
+commands stay light).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .._util.text import format_count, format_size
+
+__all__ = ["add_tfds", "looks_like_tfds"]
+
+METADATA = ("dataset_info.json", "features.json")  # as data.tfds names them
+
+
+def looks_like_tfds(path: str) -> bool:
+    """A cheap look (no import of the data layer): a local folder holding TFDS's metadata
+    files, or a folder of version folders holding them."""
+
+    def version(folder: str) -> bool:
+        return all(os.path.exists(os.path.join(folder, name)) for name in METADATA)
+
+    if not os.path.isdir(path):
+        return False
+    if version(path):
+        return True
+    return any(version(os.path.join(path, c)) for c in os.listdir(path) if c[:1].isdigit())
+
+
+def add_tfds(sub: Any, *, show: Callable[[Any], str], jsonable: Callable[[Any], Any]) -> None:
+    """Give `inspect`, `head` and `convert` (subparsers of `sub`) a --split option and send
+    them here for a TFDS folder. show / jsonable: how `head` prints a value (the CLI's own
+    summaries, handed in so that this module need not import the one that imports it)."""
+
+    def head(args: argparse.Namespace) -> int:
+        return head_tfds(args, show, jsonable)
+
+    commands: dict[str, Callable[[argparse.Namespace], int]] = {
+        "inspect": inspect_tfds,
+        "head": head,
+        "convert": convert_tfds,
+    }
+    for name, command in commands.items():
+        p = sub.choices[name]
+        p.add_argument(
+            "--split",
+            metavar="SPLIT",
+            help="a prepared tensorflow-datasets folder (holding dataset_info.json): the split, "
+            "as TFDS spells it (train, train[:10%%], test[100:200], train+test)",
+        )
+        p.set_defaults(run=_routed(p.get_default("run"), command))
+
+
+def _routed(
+    plain: Callable[[argparse.Namespace], int], tfds: Callable[[argparse.Namespace], int]
+) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        paths = args.src if args.command == "convert" else args.paths
+        if args.split is not None or (len(paths) == 1 and looks_like_tfds(paths[0])):
+            if len(paths) != 1:
+                raise ValueError("--split reads one TFDS folder; give one path")
+            return tfds(args)
+        return plain(args)
+
+    return run
+
+
+def _open(path: str, split: str | None) -> Any:
+    from ..data.tfds import open_tfds, read_info
+
+    if split is None:
+        info = read_info(path)
+        split = "train" if "train" in info.splits else next(iter(info.splits), None)
+    return open_tfds(path, split)
+
+
+def inspect_tfds(args: argparse.Namespace) -> int:
+    """Name, version, splits with their record counts, the feature tree with TFDS's types."""
+    from ..data.tfds import read_info
+
+    info = read_info(args.paths[0])
+    feats = info.features
+    if args.json:
+        doc = {
+            "name": info.name,
+            "version": info.version,
+            "path": str(info.path),
+            "splits": {name: s.num_examples for name, s in info.splits.items()},
+            "features": {
+                name: {
+                    "type": leaf.tfds_type,
+                    "dtype": leaf.dtype,
+                    "shape": list(leaf.shape),
+                    **({"names": leaf.names} if leaf.names is not None else {}),
+                    **({"spec": leaf.spec.spell()} if leaf.spec is not None else {}),
+                    **({"left": leaf.reason} if leaf.spec is None else {}),
+                }
+                for name, leaf in feats.leaves.items()
+            },
+        }
+        print(json.dumps(doc, ensure_ascii=False))
+        return 0
+    print(f"{info.name} {info.version}  ({info.path})")
+    print("splits:")
+    for name, s in info.splits.items():
+        shards = len(s.shard_lengths)
+        print(
+            f"  {name}  {format_count(s.num_examples)} records  {shards} shard"
+            f"{'s' * (shards != 1)}, {format_size(s.num_bytes)}"
+        )
+    print("features:")
+    width = max(map(len, feats.leaves), default=0)
+    for name, leaf in feats.leaves.items():
+        line = f"  {name.ljust(width)}  {leaf.describe()}"
+        if leaf.names is not None:
+            shown = ", ".join(leaf.names[:5]) + (", ..." if len(leaf.names) > 5 else "")
+            line += f"  [{shown}]"
+        if leaf.spec is None:
+            line += f"  (read as its wire features: {leaf.reason})"
+        print(line)
+    print(f"\nopen with tn.open({str(info.path)!r}, split={next(iter(info.splits), '')!r})")
+    return 0
+
+
+def head_tfds(
+    args: argparse.Namespace, show: Callable[[Any], str], jsonable: Callable[[Any], Any]
+) -> int:
+    """The first records of a split, as tfds.as_numpy gives them."""
+    ds = _open(args.paths[0], args.split)
+    n = min(args.n, len(ds))
+    records = [ds[i] for i in range(n)]
+    if args.json:
+        print(json.dumps([{k: jsonable(v) for k, v in r.items()} for r in records]))
+        return 0
+    if not records:
+        print("no records")
+    for i, values in enumerate(records):
+        print(f"record {i} of split {ds.source.split!r}")
+        width = max(map(len, values), default=0)
+        for name, value in values.items():
+            print(f"  {name.ljust(width)}  {show(value)}")
+    return 0
+
+
+def convert_tfds(args: argparse.Namespace) -> int:
+    """A split -> a .npy folder / .npz / HDF5 / Zarr (Dataset.save)."""
+    from ..arrays.sinks import output_format
+
+    fmt = output_format(args.dst, args.format)
+    started = time.perf_counter()
+    ds = _open(args.src[0], args.split)
+    if args.select:
+        ds = ds.select([name.strip() for name in args.select.split(",") if name.strip()])
+    path = ds.save(
+        args.dst,
+        fmt,
+        progress=not (args.json or args.quiet),
+        overwrite=args.overwrite,
+        batch_size=args.batch_size,
+    )
+    seconds = time.perf_counter() - started
+    if args.json:
+        print(json.dumps({"output": path, "format": fmt, "records": len(ds), "seconds": seconds}))
+    else:
+        print(
+            f"wrote {format_count(len(ds))} records of split {ds.source.split!r} to {path} "
+            f"({fmt}) in {seconds:.2f}s\nopen with tn.load({path!r})"
+        )
+    return 0

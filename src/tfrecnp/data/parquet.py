@@ -1,0 +1,477 @@
+"""Parquet and Arrow IPC (Feather v2) files as a Dataset source, and a Dataset as Parquet.
+
+Reading (`ArrowFileSource`, the `Source` contract): a file, a folder of part files or a
+glob; the unit of reading is a Parquet row group or an IPC record batch, whose row counts
+the footers give without reading data, so `len`, `ds[i]` and shuffles need no pass. A pass
+in file order streams each row group in slices of a block (``iter_batches``); reads by
+position read the row groups that hold the rows (the last one read is kept per thread, so
+``ds[i]`` in a loop reads each group once); ``shuffle=True`` reads a block's rows group
+by group in sorted order, then permutes them; ``shuffle=N`` reads blocks from random
+places through a pool of N rows. Columns are `tfrecnp.example.arrow`'s (``from_arrow``):
+lists are Ragged, strings bytes; a column TFRecord cannot hold is refused when opened,
+naming it. IPC files are memory-mapped: their numbers are views of the map.
+
+Writing (`save_parquet`): batches of a row group's rows (about ROW_GROUP_BYTES decoded)
+appended to one file, or to part files of about ``file_bytes`` each in a folder; written
+under hidden names and renamed when complete. Memory: a row group and the blocks behind it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+
+from .._util import fs
+from .._util.atomic import deferred_interrupt, hidden_sibling, naming_write_errors
+from .._util.progress import Progress
+from .._util.sizing import records_per_batch
+from .._util.text import format_count
+from ..example.arrow import from_arrow, pyarrow, spec_of_arrow
+from ..example.columns import concat_columns, take_column
+from ..example.padding import feature_names
+from ..format.payloads import Origins
+from .blocks import Block, shuffle_blocks
+from .dataset import Batch, Dataset, _nbytes
+from .source import Shuffle, Source
+
+__all__ = ["ArrowFileSource", "is_arrow_source", "open_arrow_files", "save_parquet"]
+
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+IPC_SUFFIXES = (".arrow", ".feather", ".ipc")
+PARQUET_MAGIC = b"PAR1"
+IPC_MAGIC = b"ARROW1"
+ROW_GROUP_BYTES = 64 << 20  # decoded bytes per row group written: big enough for scans ...
+ROW_GROUP_ROWS = (64, 1 << 20)  # ... within these many rows (64 images of 1 MiB: a group)
+SAMPLE_ROWS = 1024  # rows decoded to estimate sizes
+
+
+def _kind(path: Any) -> str | None:
+    """ "parquet", "ipc" or None, by suffix, else (local files) by magic bytes."""
+    name = str(path).lower()
+    if name.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    if name.endswith(IPC_SUFFIXES):
+        return "ipc"
+    if fs.is_url(path) or not os.path.isfile(path):
+        return None
+    with open(path, "rb") as f:
+        head = f.read(6)
+    if head.startswith(PARQUET_MAGIC):
+        return "parquet"
+    return "ipc" if head == IPC_MAGIC else None
+
+
+def _list(src: Any) -> list[Any]:
+    """The Parquet / IPC files of a file, folder, glob or list (hidden files, _SUCCESS and
+    _metadata passed over), in sorted order; [] when src holds none or other files."""
+    if not isinstance(src, (str, os.PathLike)):
+        found = []
+        for p in src:
+            part = _list(p)
+            if not part:  # not every one: not an Arrow source
+                return []
+            found += part
+        return found
+    if fs.isdir(src):
+        names = [p for p in fs.listdir(src) if not fs.basename(p).startswith(("_", "."))]
+    elif fs.has_magic(src):
+        names = fs.glob(src)
+    else:
+        return [src] if _kind(src) and fs.exists(src) else []
+    names = sorted(p for p in names if fs.isfile(p))
+    if not names or not all(_kind(p) for p in names):
+        return []
+    return names
+
+
+def is_arrow_source(src: Any, storage_options: dict | None = None) -> bool:
+    """Whether src names Parquet or Arrow IPC files (a file, folder of parts, glob, list)."""
+    if isinstance(src, (str, os.PathLike)):
+        src = fs.resolve(src, storage_options)
+    elif isinstance(src, (list, tuple)):
+        src = [fs.resolve(p, storage_options) for p in src]
+    else:
+        return False
+    try:
+        return bool(_list(src))
+    except (OSError, ValueError):
+        return False
+
+
+class ArrowFiles:
+    """Parquet or IPC files as units (row groups / record batches) of known rows, opened
+    once per thread (a pickle or a fork opens its own)."""
+
+    def __init__(self, paths: list[Any]):
+        pa = pyarrow()
+        self.paths = paths
+        kinds = {_kind(p) for p in paths}
+        if len(kinds) != 1:
+            raise ValueError(
+                f"{paths[0]} and the other files mix Parquet and Arrow IPC; open each kind alone"
+            )
+        self.kind = kinds.pop()
+        self._local = threading.local()
+        files, units, rows, schema = [], [], [], None
+        for k, path in enumerate(paths):
+            handle = self._handle(k)
+            counts = self._unit_rows(handle)
+            here = self._schema(handle)
+            if schema is None:
+                schema = here
+            elif not here.equals(schema):
+                raise ValueError(
+                    f"{path} has another schema than {paths[0]}: {here} against {schema}; "
+                    "part files of one dataset share one schema"
+                )
+            files += [k] * len(counts)
+            units += list(range(len(counts)))
+            rows += counts
+        self.schema = schema if schema is not None else pa.schema([])
+        self.unit_file = np.array(files, np.int64)
+        self.unit_index = np.array(units, np.int64)
+        self.starts = np.concatenate([[0], np.cumsum(rows, dtype=np.int64)])
+        file_rows = np.zeros(len(paths) + 1, np.int64)
+        for f, r in zip(files, rows, strict=True):
+            file_rows[f + 1] += r
+        self.file_starts = np.cumsum(file_rows)
+
+    @property
+    def rows(self) -> int:
+        return int(self.starts[-1])
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "_local"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._local = threading.local()
+
+    def close(self) -> None:
+        self._local = threading.local()
+
+    def _handle(self, k: int) -> Any:
+        local = self._local
+        if getattr(local, "pid", None) != os.getpid():
+            local.pid, local.handles, local.last = os.getpid(), {}, None
+        handle = local.handles.get(k)
+        if handle is None:
+            pa = pyarrow()
+            path = self.paths[k]
+            source = fs.open_read(path, random=True) if fs.is_url(path) else os.fspath(path)
+            if self.kind == "parquet":
+                import pyarrow.parquet as pq
+
+                handle = pq.ParquetFile(source)
+            else:
+                mapped = source if fs.is_url(path) else pa.memory_map(source)
+                handle = pa.ipc.open_file(mapped)
+            local.handles[k] = handle
+        return handle
+
+    def _unit_rows(self, handle: Any) -> list[int]:
+        if self.kind == "parquet":
+            meta = handle.metadata
+            return [meta.row_group(g).num_rows for g in range(meta.num_row_groups)]
+        return [handle.get_batch(b).num_rows for b in range(handle.num_record_batches)]
+
+    def _schema(self, handle: Any) -> Any:
+        return handle.schema_arrow if self.kind == "parquet" else handle.schema
+
+    def read_unit(self, u: int, names: list[str]) -> Any:
+        """Unit u's rows, these columns, as an Arrow table (the thread's last one kept)."""
+        pa = pyarrow()
+        key = (u, tuple(names))
+        self._handle(int(self.unit_file[u]))  # (sets up this thread's state)
+        last = self._local.last
+        if last is not None and last[0] == key:
+            return last[1]
+        handle = self._handle(int(self.unit_file[u]))
+        k = int(self.unit_index[u])
+        if self.kind == "parquet":
+            table = handle.read_row_group(k, columns=names)
+        else:
+            table = pa.Table.from_batches([handle.get_batch(k)]).select(names)
+        self._local.last = (key, table)
+        return table
+
+    def stream(self, a: int, b: int, names: list[str], rows: int) -> Iterator[tuple[int, Any]]:
+        """(first row, Arrow table) of about `rows` rows at a time covering rows a..b, in
+        file order; Parquet row groups are decoded a slice at a time."""
+        u = int(np.searchsorted(self.starts, a, "right")) - 1
+        while a < b and u < len(self.unit_file):
+            lo, hi = int(self.starts[u]), int(self.starts[u + 1])
+            end = min(b, hi)
+            if self.kind == "parquet":
+                handle = self._handle(int(self.unit_file[u]))
+                row = lo
+                k = int(self.unit_index[u])
+                for part in handle.iter_batches(rows, row_groups=[k], columns=names):
+                    n = part.num_rows
+                    x, y = max(a, row), min(end, row + n)
+                    if x < y:
+                        yield x, part.slice(x - row, y - x)
+                    row += n
+                    if row >= end:
+                        break
+            else:
+                table = self.read_unit(u, names)
+                for x in range(a, end, rows):
+                    yield x, table.slice(x - lo, min(rows, end - x))
+            a, u = end, u + 1
+
+    def where(self, row: int) -> tuple[str, int]:
+        """(file, row in that file) of a global row."""
+        k = bisect.bisect_right(self.file_starts.tolist(), row) - 1
+        return str(self.paths[k]), row - int(self.file_starts[k])
+
+
+class ArrowFileSource(Source):
+    """Parquet / IPC files read with one spec (see the module docstring; `Source` for the
+    contract)."""
+
+    def __init__(self, files: ArrowFiles, spec: Any):
+        self.files = files
+        self.spec = spec
+        self._names = feature_names(spec)
+        self._sample: tuple[float, int] | None = None
+
+    def select(self, spec: Any) -> ArrowFileSource:
+        return ArrowFileSource(self.files, spec)
+
+    @property
+    def paths(self) -> list[str]:
+        return [str(p) for p in self.files.paths]
+
+    def count(self) -> int:
+        return self.files.rows
+
+    def close(self) -> None:
+        self.files.close()
+
+    def _columns(self, table: Any) -> Batch:
+        return from_arrow(table, self.spec)
+
+    def empty(self) -> Batch:
+        return self._columns(self.files.schema.empty_table().select(self._names))
+
+    # -- by position ----------------------------------------------------------------------
+
+    def read_span(self, a: int, b: int) -> Batch:
+        parts = [self._columns(t) for _, t in self.files.stream(a, b, self._names, max(1, b - a))]
+        return self._join(parts) if parts else self.empty()
+
+    def read_ids(self, ids: np.ndarray, what: str) -> Batch:
+        ids = np.asarray(ids, np.int64)
+        if not len(ids):
+            return self.empty()
+        order = np.argsort(ids, kind="stable")
+        units = np.searchsorted(self.files.starts, ids[order], "right") - 1
+        parts = []
+        for u in np.unique(units):
+            rows = ids[order][units == u] - self.files.starts[u]
+            table = self.files.read_unit(int(u), self._names)
+            parts.append(self._columns(table.take(rows)))
+        joined = self._join(parts)
+        back = np.empty_like(order)
+        back[order] = np.arange(len(order))
+        return {name: take_column(col, back) for name, col in joined.items()}
+
+    def _join(self, parts: list[Batch]) -> Batch:
+        if len(parts) == 1:
+            return parts[0]
+        return {name: concat_columns([p[name] for p in parts]) for name in parts[0]}
+
+    # -- blocks ---------------------------------------------------------------------------
+
+    def blocks(
+        self,
+        start: int,
+        stop: int | None,
+        block: int,
+        shuffle: Shuffle,
+        *,
+        threads: int | None = None,
+        ahead: int = 0,
+    ) -> Iterator[Block]:
+        a, b = self.span(start, stop)
+        rng = shuffle.rng()
+        if shuffle.kind == "all":
+            order = a + rng.permutation(b - a)
+            for k in range(0, len(order), block):
+                ids = np.sort(order[k : k + block])
+                place = rng.permutation(len(ids))
+                cols = self.read_ids(ids[place], "batches(shuffle=True)")
+                yield Block(cols, len(ids), origins=self._origins(ids[place]))
+            return
+        if shuffle.kind == "none":
+            for row, table in self.files.stream(a, b, self._names, block):
+                n = table.num_rows
+                yield Block(self._columns(table), n, origins=self._origins(np.arange(row, row + n)))
+            return
+        starts = list(range(a, b, block))
+        starts = [starts[i] for i in rng.permutation(len(starts))]
+        pieces = (self._span_block(s, min(b, s + block)) for s in starts)
+        yield from shuffle_blocks(pieces, shuffle.size, rng, block)
+
+    def _span_block(self, a: int, b: int) -> Block:
+        return Block(self.read_span(a, b), b - a, origins=self._origins(np.arange(a, b)))
+
+    def _origins(self, rows: np.ndarray) -> Origins:
+        """Each row's file and row in that file."""
+        starts = self.files.file_starts
+        k = np.searchsorted(starts, rows, "right") - 1
+        locs = (k.astype(np.int64) << 40) | (rows - starts[k])
+        return Origins(tuple(self.paths), locs)
+
+    # -- sizes ----------------------------------------------------------------------------
+
+    def _sampled(self) -> tuple[float, int]:
+        """(decoded bytes per row, rows decoded) from the first rows."""
+        if self._sample is None:
+            n = min(SAMPLE_ROWS, self.count())
+            cols = self.read_span(0, n) if n else {}
+            size = sum(_nbytes(c) for c in cols.values())
+            self._sample = (size / n if n else 8.0, n)
+        return self._sample
+
+    def mean_record_bytes(self, start: int, stop: int | None) -> float:
+        return max(1.0, self._sampled()[0])
+
+    def estimate_nbytes(self, start: int, stop: int | None) -> tuple[int, int]:
+        a, b = self.span(start, stop)
+        per_row, sampled = self._sampled()
+        return int(per_row * (b - a)), sampled
+
+
+class ArrowFileDataset(Dataset):
+    """Parquet / Arrow IPC files as a Dataset. Made by `tn.open`."""
+
+    source: ArrowFileSource
+
+    def __repr__(self) -> str:
+        names = ", ".join(feature_names(self.spec))
+        files = self.source.paths
+        where = files[0] if len(files) == 1 else f"{len(files)} {self.source.files.kind} files"
+        return f"Dataset({where}, {format_count(len(self))} records: {names})"
+
+
+def open_arrow_files(
+    src: Any, *, spec: Any = None, storage_options: dict | None = None
+) -> ArrowFileDataset:
+    """Parquet / IPC files (a file, folder of parts, glob or list) as a Dataset; the spec
+    comes from the files' schema (`spec_of_arrow`); a spec given (a dict, or a list of
+    names) picks columns by name, and only those are read."""
+    if isinstance(src, (str, os.PathLike)):
+        src = fs.resolve(src, storage_options)
+    paths = _list(src)
+    if not paths:
+        raise FileNotFoundError(f"no Parquet or Arrow IPC files in {src}")
+    files = ArrowFiles(paths)
+    schema = files.schema
+    if spec is not None:  # only the columns named are looked at
+        names = list(spec) if isinstance(spec, Mapping) else feature_names(spec)
+        missing = [n for n in names if n not in schema.names]
+        if missing:
+            raise KeyError(
+                f"spec names {missing[0]!r}, which {paths[0]} does not hold; it holds "
+                f"{', '.join(map(repr, schema.names))}"
+            )
+        schema = pyarrow().schema([schema.field(n) for n in names])
+    full = spec_of_arrow(schema)
+    return ArrowFileDataset(ArrowFileSource(files, full))
+
+
+# --- writing -------------------------------------------------------------------------------
+
+
+def save_parquet(
+    ds: Dataset,
+    out: Any,
+    *,
+    text: Iterable[str] | bool = (),
+    row_group_bytes: int = ROW_GROUP_BYTES,
+    file_bytes: int | None = None,
+    compression: str = "zstd",
+    progress: bool = True,
+    overwrite: bool = False,
+) -> str:
+    """Write a Dataset as Parquet: one file, or (file_bytes given, or `out` ending in "/")
+    a folder of part files ``part-00000.parquet`` ... of about file_bytes each. Row groups
+    hold about row_group_bytes of decoded data (file_bytes too counts decoded bytes: a part
+    file is that or less on disk). Streams; the output appears when complete. text: bytes
+    features written as Parquet strings (UTF-8). Returns its path."""
+    import pyarrow.parquet as pq
+
+    if fs.is_url(out):
+        raise ValueError(
+            f"{out}: Parquet is written to local files; write it here, then upload the "
+            "file or folder (pyarrow.fs or fsspec's put)"
+        )
+    target = os.fspath(out)
+    folder = file_bytes is not None or target.endswith(("/", os.sep))
+    target = target.rstrip("/" + os.sep) if folder else target
+    if fs.exists(target) and not overwrite:
+        raise FileExistsError(f"{target} exists; pass overwrite=True to replace it")
+    rows = records_per_batch(row_group_bytes, ds._mean_record_bytes(), ROW_GROUP_ROWS)
+    total, _ = ds.source.progress_totals(ds._start, ds._stop)
+    bar = Progress(f"writing {target}", total=total, enabled=progress)
+    reader = ds.arrow_reader(rows, text=text)
+    build = hidden_sibling(target)
+    made: list[Any] = []
+    writer = None
+    written = 0
+
+    def part() -> Any:
+        if not folder:
+            return build
+        if not made:
+            os.makedirs(build)
+        return os.path.join(build, f"part-{len(made):05d}.parquet")
+
+    with naming_write_errors(target):
+        try:
+            for batch in reader:
+                if writer is None:
+                    path = part()
+                    made.append(path)
+                    writer = pq.ParquetWriter(path, reader.schema, compression=compression)
+                    written = 0
+                writer.write_batch(batch, row_group_size=max(1, batch.num_rows))
+                written += batch.nbytes
+                bar.update(batch.num_rows, batch.nbytes)
+                if folder and file_bytes is not None and written >= file_bytes:
+                    writer.close()
+                    writer = None
+            if writer is None and not made:  # no records: a file of the schema
+                path = part()
+                made.append(path)
+                pq.write_table(reader.schema.empty_table(), path)
+            if writer is not None:
+                writer.close()
+            with deferred_interrupt():
+                if overwrite and os.path.exists(target):
+                    _remove(target)
+                os.replace(build, target)
+        except BaseException:
+            if writer is not None:
+                writer.close()
+            if os.path.exists(build):
+                _remove(build)
+            raise
+        finally:
+            bar.close()
+    return str(target)
+
+
+def _remove(path: str) -> None:
+    if os.path.isdir(path):
+        shutil.rmtree(path)
+    else:
+        os.remove(path)

@@ -1,0 +1,583 @@
+"""A prepared tensorflow-datasets folder as a Dataset, read by its own metadata.
+
+A folder that ``tfds.load`` / ``download_and_prepare`` wrote
+(``~/tensorflow_datasets/<name>/<version>/``) holds TFRecord shards
+``<name>-<split>.tfrecord-00000-of-00016`` beside ``dataset_info.json`` (the splits, their
+shard lengths and file template, the file format) and ``features.json`` (the feature tree;
+`tfrecnp.example.tfds_features` turns it into a spec). Nothing is sampled or guessed, and
+TensorFlow is not needed.
+
+Splits are spelled as TFDS spells them (``"train"``, ``"train[:10%]"``, ``"test[100:200]"``,
+``"train[-5%:]+test"``, ``"all"``) and resolved by TFDS's rules: percent bounds rounded to
+the closest record, each part a run of records over its split's shards in order. Records
+come in the order ``as_dataset(split, shuffle_files=False)`` gives them: tf.data's
+interleave of the shards the split touches, INTERLEAVE_CYCLE files at a time,
+INTERLEAVE_BLOCK records from each in turn (one shard after another when the dataset was
+prepared with ``disable_shuffling``). Where that order is a run of records in file order
+(one shard, or shards read one after another) the source hands reads straight to the
+`RecordSource`; otherwise it reads by position in that order.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .._util import fs
+from ..errors import CorruptRecordError, SchemaError
+from ..example.infer import infer_spec
+from ..example.spec import Feature, VarLen, kind_of
+from ..example.tfds_features import TfdsFeatures, parse_features
+from .blocks import Block, shuffle_blocks
+from .dataset import Dataset
+from .record_dataset import RecordSource
+from .source import Shuffle, Source
+
+__all__ = ["TfdsDataset", "TfdsInfo", "TfdsSource", "is_tfds_folder", "open_tfds", "read_info"]
+
+INFO_FILE = "dataset_info.json"
+FEATURES_FILE = "features.json"
+DEFAULT_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
+INTERLEAVE_CYCLE = 16  # TFDS's ReadConfig defaults: files read at once ...
+INTERLEAVE_BLOCK = 16  # ... and records taken from each in turn
+OTHER_FORMATS = {
+    "array_record": "ArrayRecord (read it with the array_record package, or tfds.data_source)",
+    "parquet": "Parquet (read it with pyarrow: pyarrow.parquet.read_table)",
+    "riegeli": "Riegeli (read it with the riegeli package)",
+}
+_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_PART = re.compile(r"^(?P<split>[\w-]+)(\[(?P<sel>[\d\w%:.-]+)\])?$")
+_BOUND = re.compile(r"^((?P<val>-?[\d_.]+)(?P<unit>%|shard)?)?$")
+
+
+@dataclass(frozen=True)
+class TfdsSplit:
+    """One split: its shard lengths and how its files are named."""
+
+    name: str
+    shard_lengths: tuple[int, ...]
+    template: str
+    num_bytes: int
+
+    @property
+    def num_examples(self) -> int:
+        return sum(self.shard_lengths)
+
+
+@dataclass
+class TfdsInfo:
+    """What dataset_info.json and features.json say about a prepared TFDS folder."""
+
+    path: str
+    name: str
+    version: str
+    file_format: str
+    splits: dict[str, TfdsSplit]
+    features: TfdsFeatures
+    disable_shuffling: bool = False
+    description: str = ""
+
+    def shard_paths(self, split: str) -> list[str]:
+        """The split's shard files, in order."""
+        s = self.splits[split]
+        n = len(s.shard_lengths)
+        out = []
+        for i in range(n):
+            name = (
+                s.template.replace("{DATASET}", self.name)
+                .replace("{SPLIT}", split)
+                .replace("{FILEFORMAT}", self.file_format)
+                .replace("{SHARD_X_OF_Y}", f"{i:05d}-of-{n:05d}")
+                .replace("{SHARD_INDEX}", f"{i:05d}")
+                .replace("{NUM_SHARDS}", f"{n:05d}")
+            )
+            out.append(fs.join(self.path, name))
+        return out
+
+
+# --- the folder ---------------------------------------------------------------------------
+
+
+def _read_json(path: Any) -> Any:
+    return json.loads(fs.read_text(path))
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def is_tfds_folder(path: Any, storage_options: dict | None = None) -> bool:
+    """Whether path is a prepared TFDS version folder (it holds dataset_info.json and
+    features.json: a folder of shards beside a stray dataset_info.json stays a folder of
+    shards) or a dataset folder holding such version folders."""
+    if not isinstance(path, (str, os.PathLike)):
+        return False
+    try:
+        url = fs.resolve(os.fspath(path), storage_options)
+        if not fs.isdir(url):
+            return False
+        if _is_version(url):
+            return True
+        return bool(_versions(url))
+    except (OSError, ValueError):
+        return False
+
+
+def _is_version(url: Any) -> bool:
+    return fs.exists(fs.join(url, INFO_FILE)) and fs.exists(fs.join(url, FEATURES_FILE))
+
+
+def _versions(url: Any) -> list[str]:
+    out = []
+    for child in fs.listdir(url):
+        name = fs.basename(child)
+        if _VERSION.match(name) and _is_version(fs.join(url, name)):
+            out.append(name)
+    return sorted(out, key=_version_key)
+
+
+def resolve_version(url: Any) -> Any:
+    """The version folder: url itself when it holds dataset_info.json, else its latest
+    version folder."""
+    if fs.exists(fs.join(url, INFO_FILE)):
+        return url
+    if not fs.isdir(url):
+        raise FileNotFoundError(f"no such TFDS folder: {url}")
+    versions = _versions(url)
+    if not versions:
+        raise FileNotFoundError(
+            f"{url} is not a prepared TFDS folder: it holds no {INFO_FILE} and no version "
+            "folders (such as 3.0.1/) holding one"
+        )
+    return fs.join(url, versions[-1])
+
+
+def read_info(path: Any, storage_options: dict | None = None) -> TfdsInfo:
+    """The metadata of a prepared TFDS folder (a version folder, or the dataset folder:
+    its latest version).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A local folder or an fsspec URL.
+    storage_options : dict, optional
+        For URLs: passed to their fsspec filesystem.
+    """
+    url = resolve_version(fs.resolve(os.fspath(path), storage_options))
+    info = _read_json(fs.join(url, INFO_FILE))
+    fmt = str(info.get("fileFormat") or "tfrecord").lower()
+    if fmt != "tfrecord":
+        what = OTHER_FORMATS.get(fmt, f"the {fmt!r} file format")
+        raise SchemaError(
+            f"{url} was prepared by TFDS as {what}, not TFRecord; tfrecnp reads TFRecord "
+            "folders (prepare it with download_and_prepare(file_format='tfrecord'))"
+        )
+    feats_path = fs.join(url, FEATURES_FILE)
+    if not fs.exists(feats_path):
+        raise FileNotFoundError(f"{url} holds {INFO_FILE} but no {FEATURES_FILE}")
+
+    def labels(prefix: str) -> list[str] | None:
+        p = fs.join(url, f"{prefix}.labels.txt")
+        if not fs.exists(p):
+            return None
+        text = fs.read_text(p)
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    features = parse_features(_read_json(feats_path), labels)
+    splits = {}
+    for s in info.get("splits", []):
+        lengths = tuple(int(n) for n in s.get("shardLengths", []))
+        splits[s["name"]] = TfdsSplit(
+            s["name"],
+            lengths,
+            s.get("filepathTemplate") or DEFAULT_TEMPLATE,
+            int(s.get("numBytes", 0)),
+        )
+    return TfdsInfo(
+        path=url,
+        name=info.get("name", ""),
+        version=str(info.get("version", "")),
+        file_format=fmt,
+        splits=splits,
+        features=features,
+        disable_shuffling=bool(info.get("disableShuffling", False)),
+        description=str(info.get("description", "")),
+    )
+
+
+# --- splits -------------------------------------------------------------------------------
+
+
+def parse_split(split: str, info: TfdsInfo) -> list[tuple[str, int, int]]:
+    """A TFDS split string -> [(split, first, stop)] record ranges, by TFDS's rules
+    (tfds.core.splits: "closest" rounding of percents, negative bounds from the end,
+    "shard" units, "all" for every split)."""
+    parts = [p.strip() for p in re.split(r"\s*\+\s*", str(split).strip())]
+    out = []
+    for part in parts:
+        if part == "all":
+            out += [(name, 0, s.num_examples) for name, s in info.splits.items()]
+            continue
+        m = _PART.match(part)
+        if not m:
+            raise ValueError(
+                f"split {split!r}: {part!r} is not a TFDS split (such as 'train', "
+                "'train[:10%]', 'test[100:200]', 'train+test')"
+            )
+        name, sel = m.group("split"), m.group("sel")
+        if name not in info.splits:
+            raise ValueError(
+                f"split {split!r}: {info.name} {info.version} has no split {name!r}; its "
+                f"splits: {', '.join(info.splits)}"
+            )
+        out.append((name, *_bounds(info.splits[name], sel, split)))
+    return out
+
+
+def _bounds(s: TfdsSplit, sel: str | None, split: str) -> tuple[int, int]:
+    n = s.num_examples
+    if sel is None:
+        return 0, n
+    bounds = [_BOUND.match(x) for x in sel.split(":")]
+    if not all(bounds) or len(bounds) > 2 or not any(b.group(0) for b in bounds if b):
+        raise ValueError(f"split {split!r}: cannot read the slice [{sel}]")
+    if len(bounds) == 1:
+        b = bounds[0]
+        if b["unit"] != "shard":
+            raise ValueError(f"split {split!r}: [{sel}] needs a slice, such as [:{sel}]")
+        lo_v, hi_v, unit = b["val"], str(int(b["val"]) + 1), "shard"
+    else:
+        lo_v, hi_v = bounds[0]["val"], bounds[1]["val"]
+        unit = bounds[0]["unit"] or bounds[1]["unit"] or "abs"
+    conv = float if unit == "%" else int
+    lo = None if lo_v is None else conv(lo_v)
+    hi = None if hi_v is None else conv(hi_v)
+    if unit == "%":
+        lo = 0 if lo is None else round(lo * n / 100.0)
+        hi = n if hi is None else round(hi * n / 100.0)
+    elif unit == "shard":
+        lengths = s.shard_lengths
+        lo = 0 if lo is None else sum(lengths[:lo])
+        if hi is not None and hi <= 0:
+            hi = len(lengths) + hi
+        hi = n if hi is None else sum(lengths[:hi])
+    else:
+        lo = 0 if lo is None else lo
+        hi = n if hi is None else hi
+    if abs(lo) > n or abs(hi) > n:
+        raise ValueError(
+            f"split {split!r}: the slice [{sel}] does not fit the {n} records of {s.name!r}"
+        )
+    lo = n + lo if lo < 0 else lo
+    hi = n + hi if hi < 0 else hi
+    return lo, max(lo, hi)
+
+
+def read_order(
+    lengths: list[int], pieces: list[tuple[int, int, int]], cycle: int, block: int
+) -> np.ndarray:
+    """Global record numbers (over files of these lengths, one after another) in the order
+    tf.data's interleave(cycle_length=cycle, block_length=block) reads the pieces (file,
+    skip, take): slots filled as their turn comes, a finished piece's slot left empty until
+    its next turn."""
+    firsts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    pending = [(int(firsts[f]) + skip, take) for f, skip, take in pieces if take > 0]
+    slots: list[list[int] | None] = [None] * max(1, cycle)
+    runs: list[tuple[int, int]] = []
+    nxt, i, open_ = 0, 0, 0
+    while nxt < len(pending) or open_:
+        slot = slots[i]
+        if slot is None and nxt < len(pending):
+            start, take = pending[nxt]
+            slots[i] = slot = [start, take]
+            nxt += 1
+            open_ += 1
+        if slot is not None:
+            k = min(block, slot[1])
+            runs.append((slot[0], k))
+            slot[0] += k
+            slot[1] -= k
+            if slot[1] == 0:  # exhausted: tf.data notices on the next turn, then moves on
+                slots[i] = None
+                open_ -= 1
+        i = (i + 1) % len(slots)
+    if not runs:
+        return np.empty(0, np.int64)
+    starts = np.array([r[0] for r in runs], np.int64)
+    sizes = np.array([r[1] for r in runs], np.int64)
+    ends = np.cumsum(sizes)
+    return np.arange(int(ends[-1]), dtype=np.int64) + np.repeat(starts - (ends - sizes), sizes)
+
+
+# --- the source -----------------------------------------------------------------------------
+
+
+class TfdsSource(Source):
+    """Records of a TFDS split, in TFDS's order, read through a `RecordSource` over the
+    split's shards. `order` maps this source's record numbers to the record source's (None:
+    records offset..offset + count of it, in file order)."""
+
+    def __init__(
+        self,
+        inner: RecordSource,
+        info: TfdsInfo,
+        split: str,
+        *,
+        offset: int = 0,
+        count: int = 0,
+        order: np.ndarray | None = None,
+        files_records: int = 0,
+    ):
+        self.inner = inner
+        self.info = info
+        self.split = split
+        self.spec = inner.spec
+        self.offset = offset
+        self._count = count if order is None else len(order)
+        self.order = order
+        self.files_records = files_records  # records in all the files read
+
+    def select(self, spec: Any) -> TfdsSource:
+        return TfdsSource(
+            self.inner.select(spec),
+            self.info,
+            self.split,
+            offset=self.offset,
+            count=self._count,
+            order=self.order,
+            files_records=self.files_records,
+        )
+
+    def count(self) -> int:
+        return self._count
+
+    @property
+    def paths(self) -> list[str]:
+        return self.inner.paths
+
+    @property
+    def compressions(self) -> list[str | None]:
+        return self.inner.compressions
+
+    @property
+    def corruptions(self) -> list[CorruptRecordError]:
+        return self.inner.corruptions
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def check_random_access(self, what: str) -> None:
+        self.inner.check_random_access(what)
+
+    def may_read_ahead(self) -> bool:
+        return self.inner.may_read_ahead()
+
+    def empty(self) -> dict:
+        return self.inner.empty()
+
+    def _inner_range(self, start: int, stop: int | None) -> tuple[int, int | None]:
+        """A view's range in the record source's numbers (file order only); None: to the
+        end of the files, which streams without an index."""
+        a, b = self.span(start, stop)
+        end = self.offset + b
+        whole = stop is None and end == self.files_records
+        return self.offset + a, None if whole else end
+
+    def _ids(self, ids: np.ndarray) -> np.ndarray:
+        self.inner.count()  # reads by position need the shards' index (len(ds) did not)
+        return self.order[ids] if self.order is not None else ids + self.offset
+
+    def read_one(self, i: int) -> dict[str, Any]:
+        return self.inner.read_one(int(self._ids(np.array([i]))[0]))
+
+    def read_span(self, a: int, b: int) -> dict:
+        if self.order is None:
+            self.inner.count()
+            return self.inner.read_span(self.offset + a, self.offset + b)
+        return self.inner.read_ids(self.order[a:b], f"ds[{a}:{b}]")
+
+    def read_ids(self, ids: np.ndarray, what: str) -> dict:
+        return self.inner.read_ids(self._ids(ids), what)
+
+    def makes_ahead(self, start: int, stop: int | None, shuffle: Shuffle) -> bool:
+        if self.order is None:
+            return self.inner.makes_ahead(*self._inner_range(start, stop), shuffle)
+        return False
+
+    def mean_record_bytes(self, start: int, stop: int | None) -> float:
+        if self.order is None:
+            return self.inner.mean_record_bytes(*self._inner_range(start, stop))
+        return self.inner.mean_record_bytes(0, None)
+
+    def estimate_nbytes(self, start: int, stop: int | None) -> tuple[int, int]:
+        if self.order is None:
+            return self.inner.estimate_nbytes(*self._inner_range(start, stop))
+        size, sampled = self.inner.estimate_nbytes(0, None)
+        a, b = self.span(start, stop)
+        total = self.inner.count()
+        return (int(size * (b - a) / total) if total else 0), sampled
+
+    def blocks(
+        self,
+        start: int,
+        stop: int | None,
+        block: int,
+        shuffle: Shuffle,
+        *,
+        threads: int | None = None,
+        ahead: int = 0,
+    ) -> Iterator[Block]:
+        if self.order is None:
+            a, b = self._inner_range(start, stop)
+            yield from self.inner.blocks(a, b, block, shuffle, threads=threads, ahead=ahead)
+            return
+        a, b = self.span(start, stop)
+        if shuffle.kind == "all":
+            ids = a + shuffle.rng().permutation(b - a)
+        else:
+            ids = np.arange(a, b, dtype=np.int64)
+
+        def in_order() -> Iterator[Block]:
+            for x in range(0, len(ids), block):
+                cols = self.inner.read_ids(self.order[ids[x : x + block]], "batches()")
+                yield Block(cols, len(next(iter(cols.values()), ())))
+
+        if shuffle.kind == "buffer":
+            yield from shuffle_blocks(in_order(), shuffle.size, shuffle.rng(), block)
+        else:
+            yield from in_order()
+
+
+class TfdsDataset(Dataset):
+    """A split of a prepared TFDS folder. Made by ``tn.open(folder, split=...)``.
+
+    ``ds.info`` is the folder's metadata (name, version, splits); ``ds.features`` its
+    feature tree, leaf by column name: ``ds.features["label"].names`` are a ClassLabel's
+    class names.
+    """
+
+    source: TfdsSource  # type: ignore[assignment]
+
+    @property
+    def info(self) -> TfdsInfo:
+        return self.source.info
+
+    @property
+    def features(self) -> TfdsFeatures:
+        return self.source.info.features
+
+    def __repr__(self) -> str:
+        info = self.source.info
+        return (
+            f"Dataset(TFDS {info.name} {info.version}, split {self.source.split!r}, "
+            f"{len(self)} records: {', '.join(self.spec)})"
+        )
+
+    def to_ray(self, **options: Any) -> Any:
+        raise NotImplementedError(
+            "to_ray on a TFDS folder is not supported yet; convert it first "
+            "(tn.open(dir, split=...).save('out.parquet')) or use tfrecnp.ray.read on its shards"
+        )
+
+
+def _survey_unknown(info: TfdsInfo, paths: list[str], spec: dict[str, Feature]) -> None:
+    """Unknown connectors: their wire features, as a survey of the first shard finds them,
+    each read as its raw values (bytes for a bytes list), with a warning naming it."""
+    unknown = [n for n, leaf in info.features.leaves.items() if leaf.spec is None and not leaf.wire]
+    if not unknown or not paths:
+        return
+    found = infer_spec(paths[:1])
+    if not isinstance(found, dict):
+        return
+    for name in unknown:
+        keys = [k for k in found if k == name or k.startswith(name + "/")]
+        for k in keys:
+            f = found[k]
+            dtype = getattr(f.decode_as() or f, "dtype", "bytes")
+            dtype = "bytes" if dtype == "bytes" else ("float32" if kind_of(dtype) == 2 else "int64")
+            spec[k] = info.features.leaves[name].wire[k] = VarLen(dtype)
+
+
+def open_tfds(
+    path: Any,
+    split: str | None = None,
+    *,
+    verify_crc: bool = True,
+    on_error: str = "raise",
+    storage_options: dict | None = None,
+) -> TfdsDataset:
+    """A split of a prepared TFDS folder as a Dataset (see the module docstring).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The version folder (``~/tensorflow_datasets/mnist/3.0.1``) or the dataset folder
+        (its latest version), local or an fsspec URL.
+    split : str, optional
+        A TFDS split: "train", "train[:10%]", "test[100:200]", "train+test", "all". None
+        opens the only split, or raises naming the splits there are.
+    verify_crc, on_error, storage_options
+        As for `tn.open`.
+    """
+    info = read_info(path, storage_options)
+    if split is None:
+        if len(info.splits) != 1:
+            raise ValueError(
+                f"{info.path} is TFDS {info.name} {info.version} with splits "
+                f"{', '.join(info.splits)}: pass split=, e.g. tn.open(dir, split="
+                f"{next(iter(info.splits), 'train')!r})"
+            )
+        split = next(iter(info.splits))
+    parts = parse_split(split, info)
+    paths: list[str] = []
+    lengths: list[int] = []
+    pieces: list[tuple[int, int, int]] = []
+    for name, lo, hi in parts:
+        files = info.shard_paths(name)
+        first = 0
+        for path_, n in zip(files, info.splits[name].shard_lengths, strict=True):
+            skip, stop = max(lo - first, 0), min(hi - first, n)
+            if n and stop > skip:
+                if path_ not in paths:
+                    paths.append(path_)
+                    lengths.append(n)
+                pieces.append((paths.index(path_), skip, stop - skip))
+            first += n
+    missing = [p for p in paths if not fs.exists(p)]
+    if missing:
+        raise FileNotFoundError(
+            f"{info.path}: dataset_info.json lists shard {missing[0]}, which is not there "
+            f"({len(missing)} of {len(paths)} shards missing); prepare the dataset again"
+        )
+    spec = dict(info.features.spec)
+    _survey_unknown(info, paths, spec)
+    for name, reason in info.features.left.items():
+        keys = ", ".join(info.features.leaves[name].wire) or "nothing"
+        warnings.warn(
+            f"TFDS feature {name!r} ({info.features.leaves[name].tfds_type}): {reason}; read as "
+            f"its wire features ({keys}) instead",
+            stacklevel=3,
+        )
+    inner = RecordSource.of(paths, spec, verify_crc=verify_crc, on_error=on_error)
+    cycle = 1 if info.disable_shuffling else INTERLEAVE_CYCLE
+    firsts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    runs = [(int(firsts[f]) + skip, take) for f, skip, take in pieces]
+    contiguous = all(a + n == b for (a, n), (b, _) in itertools.pairwise(runs))
+    total = sum(n for _, n in runs)
+    if (len(pieces) == 1 or cycle == 1) and contiguous:
+        offset = runs[0][0] if runs else 0
+        source = TfdsSource(
+            inner, info, split, offset=offset, count=total, files_records=int(firsts[-1])
+        )
+    else:
+        order = read_order(lengths, pieces, cycle, INTERLEAVE_BLOCK)
+        source = TfdsSource(inner, info, split, order=order)
+    return TfdsDataset(source)  # type: ignore[arg-type]

@@ -1,0 +1,325 @@
+"""Columns <-> Apache Arrow arrays, in plain Arrow types, and spec <-> Arrow schema.
+
+The mapping (tfrecnp column -> Arrow type; `from_arrow` reads each back):
+
+- ndarray [n] of numbers -> the primitive type (int64, float32, ...); [n, *shape] ->
+  nested ``fixed_size_list`` of that type, one level per axis (a tensor per row);
+- Ragged -> ``large_list`` built from ``row_splits`` (Arrow's int64 offsets) around the
+  values' array (values of an inner shape: a list of fixed-size lists; Ragged of Ragged:
+  lists of lists);
+- BytesColumn -> ``large_binary`` (int64 offsets + data), or ``large_string`` for the
+  features named in ``text=`` (checked to be UTF-8);
+- ndarrays of bytes (FixedLen bytes with a shape) -> fixed-size lists of binary.
+
+Zero-copy where Arrow's layout is NumPy's: numbers, fixed-size lists of numbers, Ragged
+offsets and values, bytes data and offsets are wrapped, not copied (the Arrow buffers keep
+the NumPy arrays alive). Copied: bool (Arrow packs bits), arrays not C-contiguous, row
+splits of another dtype than int64, bytes held as NumPy object / S arrays. Back, numbers
+without nulls and large binary / large list offsets are views; bool, 32-bit offsets (binary,
+string, list), view types, dictionaries and chunked columns are copied once.
+
+What TFRecord cannot hold is refused by name: nulls in a column of numbers, structs, maps,
+unions, dates, times, timestamps, durations, decimals (see `ArrowTypeError` texts).
+pyarrow is imported on first use (``pip install 'tfrecnp[arrow]'``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .._util.optional import require
+from ..errors import SchemaError
+from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged
+from .image import Image
+from .spec import FixedLen, Raw, VarLen
+
+__all__ = [
+    "arrow_type",
+    "column_from_arrow",
+    "from_arrow",
+    "pyarrow",
+    "spec_of_arrow",
+    "to_arrow",
+    "to_arrow_array",
+]
+
+
+def pyarrow() -> Any:
+    """The pyarrow module, or ImportError naming the extra."""
+    return require("pyarrow", "arrow")
+
+
+# --- columns -> Arrow ----------------------------------------------------------------------
+
+
+def to_arrow(columns: Mapping[str, Any], *, text: Iterable[str] | bool = ()) -> Any:
+    """Decoded columns as a ``pyarrow.RecordBatch`` (see the module docstring for types).
+
+    Parameters
+    ----------
+    columns : dict
+        {name: ndarray, tn.Ragged or tn.BytesColumn}, all of one length.
+    text : list of str or bool
+        Bytes features to give as UTF-8 strings (True: every bytes feature).
+    """
+    pa = pyarrow()
+    names = list(columns)
+    strings = set(names) if text is True else set(text or ())
+    arrays = [to_arrow_array(columns[n], name=n, text=n in strings) for n in names]
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def to_arrow_array(col: Any, *, name: str = "", text: bool = False) -> Any:
+    """One column as an Arrow array."""
+    pa = pyarrow()
+    if isinstance(col, (LazyRagged, LazyBytes)):
+        col = col[0 : len(col)]
+    if isinstance(col, Ragged):
+        splits = np.asarray(col.row_splits)
+        if splits.dtype != np.int64:
+            splits = splits.astype(np.int64)
+        values = to_arrow_array(col.values, name=name, text=text)
+        return pa.LargeListArray.from_arrays(_wrap(splits, pa.int64()), values)
+    if isinstance(col, BytesColumn):
+        data = pa.py_buffer(np.ascontiguousarray(col.data))
+        offsets = pa.py_buffer(np.ascontiguousarray(col.offsets, np.int64))
+        kind = pa.large_string() if text else pa.large_binary()
+        arr = pa.Array.from_buffers(kind, len(col), [None, offsets, data])
+        if text:
+            try:
+                arr.validate(full=True)
+            except pa.ArrowInvalid:
+                raise SchemaError(
+                    f"feature {name!r} was asked for as text, but some of its values are not "
+                    "UTF-8; leave it out of text= to get it as binary"
+                ) from None
+        return arr
+    arr = np.asarray(col)
+    if arr.dtype.hasobject or arr.dtype.kind in "SU":
+        flat = BytesColumn.from_list(arr.reshape(-1).tolist())
+        out = to_arrow_array(flat, name=name, text=text)
+        return _fixed_lists(out, arr.shape[1:])
+    if arr.dtype.kind not in "biuf":
+        raise SchemaError(
+            f"feature {name!r} has dtype {arr.dtype}; Arrow columns here hold numbers and bytes"
+        )
+    values = _wrap(arr.reshape(-1), pa.from_numpy_dtype(arr.dtype))
+    return _fixed_lists(values, arr.shape[1:])
+
+
+def _wrap(flat: np.ndarray, kind: Any) -> Any:
+    """A 1-D array as an Arrow array, without a copy when the layouts agree."""
+    pa = pyarrow()
+    if flat.dtype == np.bool_:
+        return pa.array(flat, pa.bool_())  # Arrow packs bits: a copy
+    flat = np.ascontiguousarray(flat)
+    if not flat.dtype.isnative:
+        flat = flat.astype(flat.dtype.newbyteorder("="))
+    return pa.Array.from_buffers(kind, len(flat), [None, pa.py_buffer(flat)])
+
+
+def _fixed_lists(values: Any, shape: tuple[int, ...]) -> Any:
+    """Flat values as nested fixed-size lists of `shape`, the innermost axis first."""
+    pa = pyarrow()
+    for size in reversed(shape):
+        values = pa.FixedSizeListArray.from_arrays(values, int(size))
+    return values
+
+
+# --- Arrow -> columns ----------------------------------------------------------------------
+
+
+class _Refused(ValueError):
+    """An Arrow type with no TFRecord equivalent; the caller names the column."""
+
+
+def from_arrow(table: Any, spec: Any = None) -> dict[str, Any]:
+    """A ``pyarrow.Table`` or ``RecordBatch`` as columns the Writer and batches hold:
+    primitives -> ndarrays, fixed-size lists -> ndarrays [n, *shape], lists -> Ragged,
+    binary / string -> BytesColumn. With a spec (a dict), list columns of a FixedLen or
+    Raw feature become dense arrays of its shape. Raises SchemaError naming the column for
+    types TFRecord cannot hold.
+    """
+    pa = pyarrow()
+    features = spec if isinstance(spec, Mapping) else {}
+    out = {}
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        try:
+            col = column_from_arrow(column)
+        except _Refused as why:
+            raise SchemaError(f"column {name!r} {why}") from None
+        feature = features.get(name)
+        if isinstance(col, Ragged) and isinstance(feature, (FixedLen, Raw)):
+            shape = feature.shape if isinstance(feature, FixedLen) else feature.row_shape
+            col = np.asarray(col.values).reshape(len(col), *shape)
+        out[name] = col
+    return out
+
+
+def column_from_arrow(arr: Any) -> Any:
+    """One Arrow array as a column (raises _Refused, naming what is wrong)."""
+    pa = pyarrow()
+    kind = arr.type
+    if isinstance(kind, pa.ExtensionType):
+        return column_from_arrow(arr.storage)
+    if pa.types.is_dictionary(kind):
+        return column_from_arrow(arr.dictionary_decode())
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind):
+        if pa.types.is_list_view(kind):
+            arr = arr.cast(pa.large_list(kind.value_type))
+        offsets = np.asarray(arr.offsets, np.int64)  # null rows: empty (a missing VarLen)
+        first, last = int(offsets[0]), int(offsets[-1])
+        values = column_from_arrow(arr.values.slice(first, last - first))
+        return Ragged.from_row_splits(values, offsets - first, validate=False)
+    if pa.types.is_fixed_size_list(kind):
+        if arr.null_count:
+            raise _Refused(_nulls(arr, "a fixed-size list"))
+        values = column_from_arrow(arr.flatten())
+        if isinstance(values, BytesColumn):
+            values = np.array(values.to_list(), dtype=object)
+        return np.asarray(values).reshape(len(arr), kind.list_size, *np.shape(values)[1:])
+    if (
+        pa.types.is_binary(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_binary_view(kind)
+        or pa.types.is_string_view(kind)
+        or pa.types.is_fixed_size_binary(kind)
+    ):
+        arr = arr.cast(pa.large_binary())
+        kind = arr.type
+    if pa.types.is_large_binary(kind) or pa.types.is_large_string(kind):
+        if arr.null_count:
+            raise _Refused(_nulls(arr, "bytes"))
+        _, offsets, data = arr.buffers()
+        offsets = np.frombuffer(offsets, np.int64, len(arr) + 1, arr.offset * 8)
+        data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
+        first, last = int(offsets[0]), int(offsets[-1])
+        return BytesColumn.from_offsets(data[first:last], offsets - first, validate=False)
+    if pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        if arr.null_count:
+            raise _Refused(_nulls(arr, "numbers"))
+        return arr.to_numpy(zero_copy_only=False)
+    if pa.types.is_null(kind):
+        raise _Refused("holds only nulls (type null), which no TFRecord feature holds")
+    raise _Refused(f"has Arrow type {kind}, {_why(kind)}")
+
+
+def _nulls(arr: Any, what: str) -> str:
+    return (
+        f"holds {arr.null_count} nulls among its {len(arr)} rows of {what}; a TFRecord "
+        "feature has no null value: fill them (pyarrow.compute.fill_null) or drop those rows"
+    )
+
+
+def _why(kind: Any) -> str:
+    """What to do with an Arrow type TFRecord cannot hold."""
+    pa = pyarrow()
+    if pa.types.is_struct(kind):
+        return (
+            "a struct, which one tf.train.Example feature cannot hold: flatten it into one "
+            "column per field (table.flatten()) or write its fields as separate columns"
+        )
+    if pa.types.is_map(kind):
+        return "a map, which no Example feature holds: write keys and values as two list columns"
+    if pa.types.is_union(kind):
+        return "a union, which no Example feature holds: split it into one column per kind"
+    if pa.types.is_decimal(kind):
+        return "a decimal, which no Example feature holds: cast it to float64 or to string"
+    if pa.types.is_temporal(kind):
+        return (
+            "a date / time, which no Example feature holds: cast it to int64 "
+            "(table.column(name).cast('int64')) or format it as a string"
+        )
+    return "which no TFRecord feature holds: cast it to numbers, bytes or string"
+
+
+# --- schema -> spec ------------------------------------------------------------------------
+
+
+def spec_of_arrow(schema: Any) -> dict[str, Any]:
+    """The spec whose batches hold what `from_arrow` makes of a table of this schema:
+    primitives -> FixedLen((), dtype), fixed-size lists -> FixedLen(shape, dtype), lists
+    -> VarLen(dtype, inner_shape), binary / string -> bytes. Raises SchemaError naming the
+    column for what has no TFRecord feature (lists of lists included)."""
+    spec = {}
+    for field in schema:
+        try:
+            spec[field.name] = _feature_of(field.type)
+        except _Refused as why:
+            raise SchemaError(f"column {field.name!r} {why}") from None
+    return spec
+
+
+def _feature_of(kind: Any) -> Any:
+    pa = pyarrow()
+    if isinstance(kind, pa.ExtensionType):
+        return _feature_of(kind.storage_type)
+    if pa.types.is_dictionary(kind):
+        return _feature_of(kind.value_type)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind):
+        inner = _feature_of(kind.value_type)
+        if isinstance(inner, FixedLen):
+            return VarLen(inner.dtype, inner.shape)
+        raise _Refused(
+            f"has Arrow type {kind}: lists of lists (ragged inside ragged) have no Example "
+            "feature; write it with tn.write(..., sequence=[name]) as a SequenceExample, or "
+            "flatten the inner lists"
+        )
+    if pa.types.is_fixed_size_list(kind):
+        inner = _feature_of(kind.value_type)
+        if isinstance(inner, FixedLen):
+            return FixedLen((kind.list_size, *inner.shape), inner.dtype)
+        raise _Refused(f"has Arrow type {kind}: a fixed-size list of variable lists")
+    if (
+        pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_string(kind)
+        or pa.types.is_large_string(kind)
+        or pa.types.is_binary_view(kind)
+        or pa.types.is_string_view(kind)
+        or pa.types.is_fixed_size_binary(kind)
+    ):
+        return FixedLen((), "bytes")
+    if pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        return FixedLen((), np.dtype(kind.to_pandas_dtype()).name)
+    if pa.types.is_null(kind):
+        raise _Refused("holds only nulls (type null), which no TFRecord feature holds")
+    raise _Refused(f"has Arrow type {kind}, {_why(kind)}")
+
+
+def arrow_type(feature: Any, *, text: bool = False) -> Any:
+    """The Arrow type of a feature's column in `to_arrow`'s batches, when it is fixed by
+    the spec (None for tn.Image without size= and Raw without a shape: they are known from
+    the first batch)."""
+    pa = pyarrow()
+    if isinstance(feature, Image):
+        if feature.size is None:
+            return None
+        h, w = feature.size
+        shape: tuple = (h, w, feature.channels)
+        base = pa.from_numpy_dtype(np.dtype(feature.dtype))
+    elif isinstance(feature, Raw):
+        return None
+    elif isinstance(feature, (FixedLen, VarLen)):
+        if feature.dtype == "bytes":
+            base = pa.large_string() if text else pa.large_binary()
+        else:
+            base = pa.from_numpy_dtype(np.dtype(feature.dtype))
+        if isinstance(feature, VarLen):
+            if feature.ragged_rank != 1:
+                return None
+            out = base
+            for size in reversed(tuple(feature.inner_shape or ())):
+                out = pa.list_(out, size)
+            return pa.large_list(out)
+        shape = feature.shape
+    else:
+        return None
+    for size in reversed(shape):
+        base = pa.list_(base, size)
+    return base

@@ -1,0 +1,165 @@
+"""Hugging Face datasets both ways through Arrow: a tfrecnp Dataset as a datasets.Dataset with
+mapped Features, a datasets.Dataset (built by HF) written by tn.write and read back equal by
+TensorFlow, and the Features with no Example feature refused by column name."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import tfrecnp as tn
+from tfrecnp.example.hf import features_of_spec, spec_of_features
+
+datasets = pytest.importorskip("datasets")
+
+N = 60
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory, tf):
+    out = tmp_path_factory.mktemp("hf") / "d.tfrecord"
+    with tf.io.TFRecordWriter(str(out)) as w:
+        for i in range(N):
+            f = {
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i % 4])),
+                "grid": tf.train.Feature(float_list=tf.train.FloatList(value=[i, 1, 2, 3, 4, 5])),
+                "tokens": tf.train.Feature(int64_list=tf.train.Int64List(value=list(range(i % 3)))),
+                "text": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f"t{i}".encode()])),
+            }
+            w.write(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
+    return str(out)
+
+
+SPEC = {
+    "label": tn.FixedLen((), "int64"),
+    "grid": tn.FixedLen((2, 3), "float32"),
+    "tokens": tn.VarLen("int64"),
+    "text": tn.Bytes(),
+}
+
+
+def test_a_dataset_becomes_an_hf_dataset_with_mapped_features(shards):
+    hf = tn.open(shards, SPEC).to_hf(text=["text"])
+    assert isinstance(hf, datasets.Dataset)
+    assert hf.features == datasets.Features(
+        {
+            "label": datasets.Value("int64"),
+            "grid": datasets.Array2D((2, 3), "float32"),
+            "tokens": datasets.LargeList(datasets.Value("int64")),
+            "text": datasets.Value("large_string"),
+        }
+    )
+    assert hf[7] == {
+        "label": 3,
+        "grid": [[7.0, 1.0, 2.0], [3.0, 4.0, 5.0]],
+        "tokens": [0],
+        "text": "t7",
+    }
+    grids = hf.with_format("numpy")[:]["grid"]
+    assert grids.shape == (N, 2, 3) and grids[:, 0, 0].tolist() == list(range(N))
+
+
+def test_an_hf_dataset_is_written_and_read_back_by_tensorflow(tmp_path, tf):
+    pil = pytest.importorskip("PIL.Image")
+    rng = np.random.default_rng(0)
+    pixels = rng.integers(0, 256, (N, 5, 4, 3), dtype=np.uint8)
+    pngs = []
+    for p in pixels:
+        buf = io.BytesIO()
+        pil.fromarray(p).save(buf, format="PNG")
+        pngs.append(buf.getvalue())
+    features = datasets.Features(
+        {
+            "image": datasets.Image(),
+            "label": datasets.ClassLabel(names=["cat", "dog", "eel"]),
+            "ids": datasets.Sequence(datasets.Value("int64")),
+            "caption": datasets.Value("string"),
+            "box": datasets.Array2D((2, 2), "float32"),
+        }
+    )
+    hf = datasets.Dataset.from_dict(
+        {
+            "image": [{"bytes": b, "path": None} for b in pngs],
+            "label": [i % 3 for i in range(N)],
+            "ids": [list(range(i % 5)) for i in range(N)],
+            "caption": [f"c{i}" for i in range(N)],
+            "box": [[[i, 0.5], [1.5, -i]] for i in range(N)],
+        },
+        features=features,
+    )
+    hf = hf.select(range(N - 1, -1, -1))  # through an indices mapping, as users hold them
+    out = tn.write(tmp_path / "hf.tfrecord", hf, progress=False)
+    spec = spec_of_features(features)
+    assert spec == {
+        "image": tn.Image(),
+        "label": tn.FixedLen((), "int64"),
+        "ids": tn.VarLen("int64"),
+        "caption": tn.Bytes(),
+        "box": tn.FixedLen((2, 2), "float32"),
+    }
+    parse = {
+        "image": tf.io.FixedLenFeature([], tf.string),
+        "label": tf.io.FixedLenFeature([], tf.int64),
+        "ids": tf.io.VarLenFeature(tf.int64),
+        "caption": tf.io.FixedLenFeature([], tf.string),
+        "box": tf.io.FixedLenFeature([2, 2], tf.float32),
+    }
+    rows = [tf.io.parse_single_example(r, parse) for r in tf.data.TFRecordDataset(out.paths)]
+    order = list(range(N - 1, -1, -1))
+    assert [int(r["label"]) for r in rows] == [i % 3 for i in order]
+    assert [tf.sparse.to_dense(r["ids"]).numpy().tolist() for r in rows] == [
+        list(range(i % 5)) for i in order
+    ]
+    assert [r["caption"].numpy() for r in rows] == [f"c{i}".encode() for i in order]
+    assert [r["box"].numpy().tolist() for r in rows] == [[[i, 0.5], [1.5, -i]] for i in order]
+    decoded = np.stack([tf.io.decode_png(r["image"]).numpy() for r in rows])
+    np.testing.assert_array_equal(decoded, pixels[order])
+    back = tn.open(out.paths, spec).to_numpy()  # and tfrecnp reads the images as pixels
+    np.testing.assert_array_equal(back["image"], pixels[order])
+
+
+def test_hf_round_trip_through_tfrecord(tmp_path, shards):
+    first = tn.open(shards, SPEC).to_hf()
+    out = tn.write(tmp_path / "rt.tfrecord", first, progress=False)
+    again = tn.open(out.paths, spec_of_features(first.features)).to_hf()
+    assert again.features == first.features
+    assert again.to_dict() == first.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("feature", "value", "message"),
+    [
+        (
+            {"a": datasets.Value("int64"), "b": datasets.Value("string")},
+            {"a": 1, "b": "x"},
+            r"^column 'meta' is a dict of features, which no tf.train.Example feature holds",
+        ),
+        (
+            datasets.Translation(languages=["en", "fr"]),
+            {"en": "a", "fr": "b"},
+            r"^column 'meta' is an HF Translation, which no tf.train.Example feature holds",
+        ),
+        (
+            datasets.Sequence(datasets.Sequence(datasets.Value("int32"))),
+            [[1], [2, 3]],
+            r"^column 'meta' is a list of variable lists",
+        ),
+    ],
+)
+def test_features_with_no_example_feature_are_named(tmp_path, feature, value, message):
+    hf = datasets.Dataset.from_dict(
+        {"ok": [1, 2], "meta": [value, value]},
+        features=datasets.Features({"ok": datasets.Value("int64"), "meta": feature}),
+    )
+    with pytest.raises(tn.SchemaError, match=message):
+        tn.write(tmp_path / "x.tfrecord", hf, progress=False)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_image_without_a_size_has_no_hf_array_shape():
+    with pytest.raises(tn.SchemaError, match=r"^feature 'img' is a tn.Image without size="):
+        features_of_spec({"img": tn.Image()})
+    got = features_of_spec({"img": tn.Image(3, size=(8, 6))})
+    assert got["img"] == datasets.Array3D((8, 6, 3), "uint8")
