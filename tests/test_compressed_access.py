@@ -342,47 +342,6 @@ def test_without_the_extra_reads_by_position_say_which_extra_to_install(shards):
     assert "pip install 'tfrecnp[gzip]'" in message
 
 
-# -- the inflate of a pass ----------------------------------------------------------------------
-
-
-def test_a_pass_inflates_with_isal_when_installed():
-    isal_zlib = pytest.importorskip("isal.isal_zlib")
-    from tfrecnp.format.compression import inflater
-
-    assert inflater()[0] is isal_zlib
-
-
-@pytest.mark.parametrize("damage", ["truncated", "flipped"])
-@pytest.mark.parametrize("codec", ["GZIP", "ZLIB"])
-def test_isal_delivers_zlibs_bytes_up_to_the_same_damage(shards, codec, damage):
-    """The bytes a pass sees before damage, and the error after them, do not depend on
-    which inflate runs."""
-    from tfrecnp.format.compression import DecompressingReader
-
-    isal_zlib = pytest.importorskip("isal.isal_zlib")
-    data = bytearray(Path(shards[codec][0]).read_bytes())
-    if damage == "truncated":
-        data = data[: len(data) // 2]
-    else:
-        data[len(data) // 2] ^= 0xFF
-
-    def inflated(module) -> tuple[bytes, type]:
-        import io
-
-        reader = DecompressingReader(io.BytesIO(bytes(data)), codec, module=module)
-        out, buf = bytearray(), bytearray(1 << 16)
-        try:
-            while n := reader.readinto(buf):
-                out += buf[:n]
-        except (EOFError, zlib.error) as e:
-            return bytes(out), type(e)
-        return bytes(out), type(None)
-
-    with_zlib, with_isal = inflated(zlib), inflated(isal_zlib)
-    assert with_isal[1] is with_zlib[1] is not type(None)
-    assert len(with_zlib[0]) > 0 and with_isal[0] == with_zlib[0]
-
-
 # -- the frame walk of the pass that makes the checkpoints --------------------------------------
 
 

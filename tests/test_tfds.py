@@ -286,12 +286,6 @@ def test_a_folder_in_a_bucket_reads_as_a_local_one(mnist):
     np.testing.assert_array_equal(ds[4]["label"], local[4]["label"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="example/spec.py's LAZY_FEATURE_TYPES does not yet name TfdsZlibTensor / "
-    "TfdsFrames (-> tfrecnp.example.tfds_features), so tn.load cannot parse the manifest's "
-    "spec of a saved Video / zlib Tensor",
-)
 def test_a_saved_split_loads_back_in_a_fresh_process(kinds, tmp_path):
     ds = open_quiet(kinds.data_dir, split="test").select(["video", "zipped", "label"])
     out = ds.save(tmp_path / "test.h5", progress=False)
@@ -300,14 +294,17 @@ def test_a_saved_split_loads_back_in_a_fresh_process(kinds, tmp_path):
     assert run.stdout.strip() == str(N_TEST), run.stderr[-300:]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="adapters/layout.py does not yet ask a feature for column_as(): to_tf takes a "
-    "Video / zlib Tensor column for the bytes it is read from",
-)
 def test_video_and_zlib_tensors_reach_tf(kinds, kinds_records):
     ds = open_quiet(kinds.data_dir, split="test").select(["video", "zipped"])
     batch = next(iter(ds.to_tf(batch_size=2)))
     want = kinds_records["test"][:2]
     np.testing.assert_array_equal(batch["zipped"].numpy(), [r["zipped"] for r in want])
     assert batch["video"][0].numpy().shape == want[0]["video"].shape
+
+
+def test_convert_takes_a_split(mnist, tmp_path):
+    out = tn.convert(mnist.data_dir, tmp_path / "test.npz", split="test[:7]", progress=False)
+    back = tn.open(out).to_numpy()
+    want = tn.open(mnist.data_dir, split="test[:7]").to_numpy()
+    np.testing.assert_array_equal(back["image"], want["image"])
+    np.testing.assert_array_equal(back["label"], want["label"])

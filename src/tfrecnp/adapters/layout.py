@@ -39,6 +39,9 @@ def layout(spec: Any, pad: Any = None) -> dict[str, Column]:
 
 
 def _example_column(f: Any) -> Column:
+    shown = getattr(f, "column_as", None)  # a feature whose finished column is another's
+    if shown is not None and shown() is not None:
+        f = shown()
     if isinstance(f, Image):  # pixels: [h, w, c], h and w known only with size=
         h, w = f.size if f.size is not None else (None, None)
         return Column(f.dtype, (h, w, f.channels))

@@ -111,7 +111,9 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
     if is_array_source(src, options.get("storage_options")):
         return convert_arrays(src, dst, **options)
     open_options = {
-        k: options.pop(k) for k in ("spec", "compression", "verify_crc", "on_error") if k in options
+        k: options.pop(k)
+        for k in ("spec", "compression", "verify_crc", "on_error", "split")
+        if k in options
     }
     if "storage_options" in options:
         open_options["storage_options"] = options["storage_options"]

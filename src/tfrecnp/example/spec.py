@@ -676,7 +676,11 @@ def register_feature_type(cls: type[Feature]) -> type[Feature]:
 
 # Feature kinds defined in modules built on this one, imported when their JSON is read (by
 # name, so this module does not import them).
-LAZY_FEATURE_TYPES = {"Image": "tfrecnp.example.image"}
+LAZY_FEATURE_TYPES = {
+    "Image": "tfrecnp.example.image",
+    "TfdsZlibTensor": "tfrecnp.example.tfds_features",
+    "TfdsFrames": "tfrecnp.example.tfds_features",
+}
 
 
 def feature_from_json(obj: dict) -> Feature:

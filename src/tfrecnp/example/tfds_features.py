@@ -44,7 +44,7 @@ import numpy as np
 from ..errors import SchemaError
 from .columns import BytesColumn, Ragged
 from .image import Image
-from .spec import Feature, FixedLen, Raw, VarLen
+from .spec import Feature, FixedLen, Raw, VarLen, register_feature_type
 
 __all__ = ["Frames", "TfdsFeatures", "TfdsLeaf", "ZlibTensor", "parse_features"]
 
@@ -116,6 +116,7 @@ class TfdsFeatures:
 # --- the features that need finishing ---------------------------------------------------
 
 
+@register_feature_type
 class ZlibTensor(Feature):
     """A TFDS Tensor(encoding="zlib"): one zlib-compressed bytes value of the array's raw
     bytes per record -> an ndarray [N, *shape] (a Ragged [N, None, *shape[1:]] when the
@@ -185,6 +186,7 @@ class ZlibTensor(Feature):
         return f"ZlibTensor({self.dtype!r}, {self.shape!r})"
 
 
+@register_feature_type
 class Frames(Feature):
     """A TFDS Video or Sequence(Image): one encoded image per frame, a bytes list per
     record -> a Ragged [N, None, h, w, c] of frames (an ndarray [N, length, h, w, c] when

@@ -4,9 +4,9 @@ Detection reads the first bytes (a frame header's worth): a valid frame header m
 uncompressed; otherwise the gzip magic (1f 8b) or a zlib header (CMF/FLG with CM=8 and a
 checksum divisible by 31) names the codec. Streams decompress in bounded memory, a chunk at a time.
 
-A pass inflates with ISA-L's igzip (`isal`, in the `gzip` extra) when it is installed, else with
-Python's zlib: the same streams and bytes, faster (the README's "Compressed shards" has the
-measurement). Reads by position go through format/inflate_index.py.
+A pass inflates with Python's zlib (ISA-L's igzip was faster, but on truncated streams it
+was seen to hold back a varying number of the last bytes, so what a pass delivered before
+damage depended on the run). Reads by position go through format/inflate_index.py.
 """
 
 from __future__ import annotations
@@ -25,20 +25,8 @@ _READ_SIZE = 1 << 18
 
 
 def inflater() -> tuple[Any, tuple[type[BaseException], ...]]:
-    """(the module whose decompressobj a pass uses, the errors it raises on damage): isal's
-    isal_zlib when installed, else zlib."""
-    global _INFLATER
-    if _INFLATER is None:
-        try:
-            from isal import isal_zlib
-
-            _INFLATER = (isal_zlib, (isal_zlib.error, zlib.error))
-        except ImportError:
-            _INFLATER = (zlib, (zlib.error,))
-    return _INFLATER
-
-
-_INFLATER: tuple[Any, tuple[type[BaseException], ...]] | None = None
+    """(the module whose decompressobj a pass uses, the errors it raises on damage)."""
+    return zlib, (zlib.error,)
 
 
 def normalize_compression(compression: str | None, *, allow_auto: bool = True) -> str | None:
@@ -113,7 +101,7 @@ class DecompressingReader(io.RawIOBase):
                 if not self._input:
                     if not self._codec.eof and not self._empty:
                         tail = b"" if self._flushed else self._flush()
-                        if tail:  # what the inflate held back (isal does) comes out first
+                        if tail:  # what the inflate held back comes out first
                             self._output = memoryview(tail)
                             return True
                         raise EOFError("the compressed stream ends before its end marker")
@@ -123,7 +111,7 @@ class DecompressingReader(io.RawIOBase):
                 self._codec = self._zlib.decompressobj(self._wbits)
             try:
                 data = self._codec.decompress(self._input, _READ_SIZE)
-            except self._errors as e:  # isal's error is not zlib's: callers catch zlib.error
+            except self._errors as e:  # callers catch zlib.error
                 raise zlib.error(str(e)) from None
             self._input = self._codec.unconsumed_tail or self._codec.unused_data
             if data:
