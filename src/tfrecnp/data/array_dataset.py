@@ -211,11 +211,8 @@ class TableSource(Source):
         start, stop = self.span(start, stop)
         rng = shuffle.rng()
         if shuffle.kind == "all":
-            order = start + rng.permutation(stop - start)
-            for a in range(0, len(order), block):
-                ids = np.sort(order[a : a + block])
+            for ids, place in self.permuted(start, stop, block, rng):
                 picked = self.read_ids(ids, "batches(shuffle=True)")
-                place = rng.permutation(len(ids))  # sorted reads, then a random order
                 yield Block({n: _take(c, place) for n, c in picked.items()}, len(ids))
             return
         chunk, batches = self._chunk_rows(), block  # `block` holds a whole number of batches

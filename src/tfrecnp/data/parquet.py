@@ -303,10 +303,7 @@ class ArrowFileSource(Source):
         a, b = self.span(start, stop)
         rng = shuffle.rng()
         if shuffle.kind == "all":
-            order = a + rng.permutation(b - a)
-            for k in range(0, len(order), block):
-                ids = np.sort(order[k : k + block])
-                place = rng.permutation(len(ids))
+            for ids, place in self.permuted(a, b, block, rng):
                 cols = self.read_ids(ids[place], "batches(shuffle=True)")
                 yield Block(cols, len(ids), origins=self._origins(ids[place]))
             return

@@ -196,3 +196,15 @@ class Source(ABC):
         count = self.count()
         stop = count if stop is None else min(stop, count)
         return min(start, stop), stop
+
+    @staticmethod
+    def permuted(
+        a: int, b: int, block: int, rng: np.random.Generator
+    ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """shuffle=True by position: for each block of a permutation of records a..b, (its
+        record numbers sorted, for reads in storage order; the random order to put the
+        rows read in)."""
+        order = a + rng.permutation(b - a)
+        for k in range(0, len(order), block):
+            ids = np.sort(order[k : k + block])
+            yield ids, rng.permutation(len(ids))
