@@ -1,25 +1,25 @@
 """Arrow and Parquet (issue 27): TFRecord -> Parquet by tfrecnp against the tf.data + pandas
-recipe and against Ray Data (read_tfrecords().write_parquet()), each in its own process
-(peak RSS is the case's own); and the Arrow door's cost: batches per second of
-ds.arrow_reader(1024) against ds.batches(1024), interleaved in one process.
+recipe and against Ray Data (read_tfrecords().write_parquet()), each case in its own process
+(its peak RSS is its own); and the Arrow door's cost: batches per second of
+ds.arrow_reader(1024) against ds.batches(1024), interleaved in one process (medians).
 
-Data: shards of tf.train.Example records written once into bench-data/arrow-<MiB>/: label
-(int64), x (16 float32), tokens (VarLen int64, 2..31 values) -- numeric and token records.
+Two kinds of record, each written once as shards of about 32 MiB under --data:
+numeric (label int64, x 16 float32) and tokens (label int64, tokens: VarLen int64 of 2..255
+values below 50 000).
 
 The recipe users copy: a loop over tf.data.TFRecordDataset, tf.io.parse_single_example per
 record, a dict of NumPy values per row appended to a list, pandas.DataFrame(rows), then
-to_parquet: the whole dataset in memory, a Python object per value.
+to_parquet: the whole dataset in memory, Python objects per row. It and Ray run on a prefix
+of the shards (--peer-mib) when the input is larger: at their rates the whole input would
+take hours; the output says so and compares rates (MiB/s of TFRecord input). tfrecnp runs
+on the prefix too (same input) and on everything. Ray's peak RSS is the largest sum over
+its process tree (driver, raylet, workers), sampled every 0.2 s; the others' is ru_maxrss.
 
-Targets (the issue): >= 10x both peers, peak RSS <= 300 MiB whatever the size, on >= 2 GiB;
-the Arrow door <= 20% over NumPy batches. Run on small sizes, the numbers say less.
+Targets (the issue): >= 10x both peers, tfrecnp's peak RSS <= 300 MiB whatever the size,
+on >= 2 GiB; the Arrow door <= 20% over NumPy batches.
 
-    python benchmarks/bench_arrow.py [--mib 64] [--runs 3] [--skip-peers]
-
-One run, 2026-11-26, --mib 64 (44 MiB in 6 shards, 2 shared cores, other jobs running: noisy,
-and far below the issue's 2 GiB): tfrecnp 1.9 s, peak RSS 271 MiB; tf.data + pandas 269 s
-(142x), 1093 MiB; Ray 203 s (107x, Ray's start-up included), 229 MiB. batches(1024) 2604/s,
-arrow_reader(1024) 2090/s: the Arrow door cost +25% there (target <= 20%: not met at 1024
-rows per batch; arrow_reader() without batch_size hands over whole blocks).
+    python benchmarks/bench_arrow.py --mib 2048 --data /tmp/bench-arrow --clean
+    python benchmarks/bench_arrow.py --mib 64 --doors-only --runs 9
 """
 
 from __future__ import annotations
@@ -33,85 +33,131 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import contextlib
+
 from common import DATA_DIR
 
-SHARD_RECORDS = 50_000
+SHARD_BYTES = 32 << 20
+KINDS = {
+    # kind: (about the bytes of one Example, spec as JSON)
+    "numeric": (
+        110,
+        {
+            "label": {"type": "FixedLen", "shape": [], "dtype": "int64"},
+            "x": {"type": "FixedLen", "shape": [16], "dtype": "float32"},
+        },
+    ),
+    "tokens": (
+        360,
+        {
+            "label": {"type": "FixedLen", "shape": [], "dtype": "int64"},
+            "tokens": {"type": "VarLen", "dtype": "int64"},
+        },
+    ),
+}
 
 
-def _data(mib: int) -> Path:
-    """Shards of about `mib` MiB, written once."""
+def _data(root: Path, kind: str, mib: int) -> Path:
+    """Shards of about `mib` MiB of `kind` records, written once."""
     import numpy as np
 
     import tfrecnp as tn
 
-    folder = DATA_DIR / f"arrow-{mib}"
+    folder = root / f"arrow-{kind}-{mib}"
     done = folder / ".done"
     if done.exists():
         return folder
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
-    record = 16 * 4 + 8 + 17 * 8 + 40  # about the bytes of one Example
-    n = max(SHARD_RECORDS, (mib << 20) // record)
+    record, _ = KINDS[kind]
+    per_shard = SHARD_BYTES // record
+    n = max(per_shard, (mib << 20) // record)
     rng = np.random.default_rng(0)
-    with tn.Writer(folder / "data.tfrecord", records_per_shard=SHARD_RECORDS, progress=False) as w:
-        for a in range(0, n, SHARD_RECORDS):
-            m = min(SHARD_RECORDS, n - a)
-            lengths = rng.integers(2, 32, m)
-            w.write_batch(
-                {
-                    "label": np.arange(a, a + m, dtype=np.int64),
-                    "x": rng.standard_normal((m, 16)).astype(np.float32),
-                    "tokens": tn.Ragged.from_lengths(
-                        rng.integers(0, 50_000, int(lengths.sum())), lengths
-                    ),
-                }
-            )
+    step = 100_000
+    with tn.Writer(folder / "data.tfrecord", records_per_shard=per_shard, progress=False) as w:
+        for a in range(0, n, step):
+            m = min(step, n - a)
+            cols: dict = {"label": np.arange(a, a + m, dtype=np.int64)}
+            if kind == "numeric":
+                cols["x"] = rng.standard_normal((m, 16)).astype(np.float32)
+            else:
+                lengths = rng.integers(2, 256, m)
+                values = rng.integers(0, 50_000, int(lengths.sum()))
+                cols["tokens"] = tn.Ragged.from_lengths(values, lengths)
+            w.write_batch(cols)
     done.touch()
     return folder
 
 
-SPEC_JSON = json.dumps(
-    {
-        "label": {"type": "FixedLen", "shape": [], "dtype": "int64"},
-        "x": {"type": "FixedLen", "shape": [16], "dtype": "float32"},
-        "tokens": {"type": "VarLen", "dtype": "int64"},
-    }
-)
+def _shards(folder: Path, mib: int | None = None) -> list[Path]:
+    """The shards, or the first ones holding at least `mib` MiB."""
+    paths = sorted(folder.glob("*.tfrecord"))
+    if mib is None:
+        return paths
+    out, size = [], 0
+    for p in paths:
+        out.append(p)
+        size += p.stat().st_size
+        if size >= mib << 20:
+            break
+    return out
 
 
-def _case(name: str, src: str, out: str) -> None:
+def _tree_rss() -> int:
+    """RSS of this process and all its descendants, in bytes."""
+    import psutil
+
+    me = psutil.Process()
+    total = 0
+    for p in [me, *me.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):
+            total += p.memory_info().rss
+    return total
+
+
+def _case(name: str, kind: str, out: str, paths: list[str]) -> None:
     """One conversion in this process; prints {"seconds", "rss_mib"}."""
-    paths = sorted(str(p) for p in Path(src).glob("*.tfrecord"))
+    spec_json = json.dumps(KINDS[kind][1])
+    peak = [0]
+    sampling = name == "ray"
+    if sampling:
+
+        def sample() -> None:
+            while sampling:
+                peak[0] = max(peak[0], _tree_rss())
+                time.sleep(0.2)
+
+        threading.Thread(target=sample, daemon=True).start()
     t0 = time.perf_counter()
     if name == "tfrecnp":
         import tfrecnp as tn
 
-        tn.convert(paths, out, spec=tn.spec_from_json(SPEC_JSON), progress=False)
+        tn.convert(paths, out, spec=tn.spec_from_json(spec_json), progress=False)
     elif name == "tf.data+pandas":
         os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
         import pandas as pd
         import tensorflow as tf
 
-        features = {
-            "label": tf.io.FixedLenFeature([], tf.int64),
-            "x": tf.io.FixedLenFeature([16], tf.float32),
-            "tokens": tf.io.VarLenFeature(tf.int64),
-        }
+        features = {"label": tf.io.FixedLenFeature([], tf.int64)}
+        if kind == "numeric":
+            features["x"] = tf.io.FixedLenFeature([16], tf.float32)
+        else:
+            features["tokens"] = tf.io.VarLenFeature(tf.int64)
         rows = []
         for raw in tf.data.TFRecordDataset(paths):
             ex = tf.io.parse_single_example(raw, features)
-            rows.append(
-                {
-                    "label": int(ex["label"]),
-                    "x": ex["x"].numpy(),
-                    "tokens": ex["tokens"].values.numpy(),
-                }
-            )
+            row = {"label": int(ex["label"])}
+            if kind == "numeric":
+                row["x"] = ex["x"].numpy()
+            else:
+                row["tokens"] = ex["tokens"].values.numpy()
+            rows.append(row)
         pd.DataFrame(rows).to_parquet(out)
     elif name == "ray":
         import ray
@@ -122,34 +168,40 @@ def _case(name: str, src: str, out: str) -> None:
     else:
         raise ValueError(name)
     seconds = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+    sampling = False
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
+    rss = max(own, peak[0]) >> 20
     print(json.dumps({"seconds": seconds, "rss_mib": rss}))
 
 
-def _run(name: str, src: Path) -> dict:
-    scratch = Path(tempfile.mkdtemp(prefix="bench-arrow-"))
+def _run(name: str, kind: str, paths: list[Path], timeout: float) -> dict:
+    scratch = Path(tempfile.mkdtemp(prefix="bench-arrow-", dir=paths[0].parent.parent))
     out = scratch / ("out.parquet" if name != "ray" else "out")
     try:
         done = subprocess.run(
-            [sys.executable, __file__, "--case", name, str(src), str(out)],
+            [sys.executable, __file__, "--case", name, kind, str(out), *map(str, paths)],
             capture_output=True,
             text=True,
-            timeout=3600,
+            timeout=timeout,
             check=False,
         )
         lines = [ln for ln in done.stdout.splitlines() if ln.startswith("{")]
         if done.returncode or not lines:
             return {"error": (done.stderr or done.stdout).strip().splitlines()[-1:]}
-        return json.loads(lines[-1])
+        got = json.loads(lines[-1])
+        got["mib"] = sum(p.stat().st_size for p in paths) / (1 << 20)
+        return got
+    except subprocess.TimeoutExpired:
+        return {"error": [f"over {timeout:.0f} s"]}
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _doors(src: Path, runs: int) -> dict[str, float]:
-    """Median batches per second of batches(1024) and arrow_reader(1024)."""
+def _doors(kind: str, paths: list[Path], runs: int) -> dict[str, float]:
+    """Median batches per second of batches(1024) and arrow_reader(1024), interleaved."""
     import tfrecnp as tn
 
-    ds = tn.open(src, tn.spec_from_json(SPEC_JSON))
+    ds = tn.open([str(p) for p in paths], tn.spec_from_json(json.dumps(KINDS[kind][1])))
     cases = {
         "batches(1024)": lambda: sum(1 for _ in ds.batches(1024)),
         "arrow_reader(1024)": lambda: sum(1 for _ in ds.arrow_reader(1024)),
@@ -163,38 +215,75 @@ def _doors(src: Path, runs: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mib", type=int, default=64, help="input size in MiB (issue: 2048)")
-    parser.add_argument("--runs", type=int, default=3, help="rounds of the Arrow-door timing")
-    parser.add_argument("--skip-peers", action="store_true", help="only tfrecnp's cases")
-    parser.add_argument("--case", nargs=3, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.case:
-        _case(*args.case)
-        return 0
-    src = _data(args.mib)
-    size = sum(p.stat().st_size for p in src.glob("*.tfrecord")) >> 20
-    print(f"TFRecord -> Parquet, {size} MiB in {len(list(src.glob('*.tfrecord')))} shards")
-    names = ["tfrecnp"] if args.skip_peers else ["tfrecnp", "tf.data+pandas", "ray"]
-    results = {name: _run(name, src) for name in names}
-    base = results["tfrecnp"].get("seconds")
-    for name, got in results.items():
+def _conversions(folder: Path, kind: str, args: argparse.Namespace) -> None:
+    full = _shards(folder)
+    prefix = _shards(folder, min(args.peer_mib, args.mib))
+    size = sum(p.stat().st_size for p in full) / (1 << 20)
+    psize = sum(p.stat().st_size for p in prefix) / (1 << 20)
+    print(f"{kind}: TFRecord -> Parquet, {size:.0f} MiB in {len(full)} shards")
+    if len(prefix) < len(full) and not args.skip_peers:
+        print(
+            f"  (the peers run on the first {psize:.0f} MiB, {len(prefix)} shards, not on all "
+            f"{size:.0f} MiB: see the time each would take at its rate; rates are compared; "
+            "the recipe's RSS grows with its input, since it holds every row)"
+        )
+    runs = [("tfrecnp", full)]
+    if len(prefix) < len(full):
+        runs.append(("tfrecnp", prefix))
+    if not args.skip_peers:
+        runs += [("tf.data+pandas", prefix), ("ray", prefix)]
+    results = [(name, _run(name, kind, paths, args.timeout)) for name, paths in runs]
+    base = next((r["mib"] / r["seconds"] for n, r in results if "seconds" in r), None)
+    for name, got in results:
         if "error" in got:
             print(f"  {name:<16} failed: {got['error']}")
             continue
-        ratio = f"{got['seconds'] / base:5.1f}x tfrecnp's time" if base else ""
-        rate = size / got["seconds"]
+        rate = got["mib"] / got["seconds"]
+        ratio = f"tfrecnp {base / rate:6.1f}x faster" if name != "tfrecnp" and base else ""
+        if got["mib"] < size - 1 and name != "tfrecnp":
+            ratio += f"; all {size:.0f} MiB would take ~{size / rate / 60:.0f} min"
         print(
-            f"  {name:<16} {got['seconds']:7.2f} s {rate:7.1f} MiB/s  "
+            f"  {name:<16} on {got['mib']:6.0f} MiB {got['seconds']:8.2f} s {rate:7.2f} MiB/s  "
             f"peak RSS {got['rss_mib']:5d} MiB  {ratio}"
         )
-    doors = _doors(src, args.runs)
-    print("Batches per second (median of interleaved runs)")
-    for k, v in doors.items():
-        print(f"  {k:<20} {v:9.0f}")
-    cost = doors["batches(1024)"] / doors["arrow_reader(1024)"] - 1
-    print(f"  the Arrow door costs {cost:+.0%} over NumPy batches")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=int, default=64, help="MiB of each kind (issue: 2048)")
+    parser.add_argument("--peer-mib", type=int, default=32, help="input the peers convert")
+    parser.add_argument("--data", type=Path, default=DATA_DIR, help="where the shards live")
+    parser.add_argument("--clean", action="store_true", help="delete the shards at the end")
+    parser.add_argument("--kinds", default="numeric,tokens", help="numeric, tokens or both")
+    parser.add_argument("--runs", type=int, default=7, help="rounds of the Arrow-door timing")
+    parser.add_argument("--timeout", type=float, default=1800, help="seconds a case may take")
+    parser.add_argument("--skip-peers", action="store_true", help="only tfrecnp's cases")
+    parser.add_argument("--doors-only", action="store_true", help="only the Arrow door's cost")
+    parser.add_argument("--case", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.case:
+        name, kind, out, *paths = args.case
+        _case(name, kind, out, paths)
+        return 0
+    kinds = args.kinds.split(",")
+    folders = {kind: _data(args.data, kind, args.mib) for kind in kinds}
+    try:
+        if not args.doors_only:
+            for kind in kinds:
+                _conversions(folders[kind], kind, args)
+        print("The Arrow door: batches per second (median of interleaved runs)")
+        for kind in kinds:
+            paths = _shards(folders[kind], min(64, args.mib))
+            doors = _doors(kind, paths, args.runs)
+            cost = doors["batches(1024)"] / doors["arrow_reader(1024)"] - 1
+            print(
+                f"  {kind:<8} batches(1024) {doors['batches(1024)']:7.0f}/s  arrow_reader(1024) "
+                f"{doors['arrow_reader(1024)']:7.0f}/s  the Arrow door costs {cost:+.0%}"
+            )
+    finally:
+        if args.clean:
+            for folder in folders.values():
+                shutil.rmtree(folder, ignore_errors=True)
     return 0
 
 

@@ -1,12 +1,15 @@
-"""Line coverage of the compiled core (src/tfrecnp/_core/*.pyx and its .h files) reached by
-the fuzz corpora: `make fuzz-coverage` builds the core with gcc --coverage into
-build/fuzz-cov/, replays every target's corpus once through it (libFuzzer's -runs=0), and
-this script reads gcov's counts of the generated C back onto .pyx lines.
+"""Line coverage of the compiled core (src/tfrecnp/_core/*.pyx, the .pxd files they cimport
+and the .h files) reached by the fuzz corpora: `make fuzz-coverage` builds the core with
+gcc --coverage into build/fuzz-cov/, replays every target's corpus once through it
+(libFuzzer's -runs=0), and this script reads gcov's counts of the generated C back onto
+.pyx and .pxd lines.
 
-Cython writes a comment `/* "tfrecnp/_core/x.pyx":N` above the C of each .pyx line; every C
-line up to the next such comment belongs to line N. A .pyx line is executable when any of
-its C lines is, covered when any of them ran. Code Cython adds of its own (memoryview
-support, "View.MemoryView" lines) is left out.
+Cython writes a comment `/* "tfrecnp/_core/x.pyx":N` above the C of each .pyx line (and
+`/* "wire.pxd":N` above the C of an inline function of a cimported .pxd); every C line up to
+the next such comment belongs to line N of that file. A line is executable when any of its C
+lines is, covered when any of them ran; a .pxd cimported by several modules counts once,
+covered when any of them ran it. Code Cython adds of its own (memoryview support,
+"View.MemoryView" lines, its own .pxd files) is left out.
 
 Usage: python fuzz/core_coverage.py BUILD_TEMP_DIR   (prints a table; --missed lists lines)
 """
@@ -21,7 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "src" / "tfrecnp" / "_core"
-MARKER = re.compile(r'/\* "(?:src/)?tfrecnp/_core/(\w+\.pyx)":(\d+)')
+MARKER = re.compile(r'/\* "(?:src/)?(?:tfrecnp/_core/)?(\w+\.(?:pyx|pxd))":(\d+)')
 OTHER_MARKER = re.compile(r'/\* "[^"]+":\d+')
 
 
@@ -62,23 +65,25 @@ def gcov_lines(c_file: Path, objdir: Path, workdir: Path) -> dict[str, dict[int,
     return out
 
 
-def pyx_lines(c_file: Path, counts: dict[int, int | None]) -> dict[int, bool]:
-    """{pyx line: covered} for the executable lines of the .pyx the C file came from."""
-    covered: dict[int, bool] = {}
+def source_lines(c_file: Path, counts: dict[int, int | None]) -> dict[str, dict[int, bool]]:
+    """{core source name (x.pyx, wire.pxd): {line: covered}} for the executable lines of the
+    core's .pyx and .pxd files whose C stands in c_file."""
+    covered: dict[str, dict[int, bool]] = defaultdict(dict)
     current = None
     for number, text in enumerate(c_file.read_text(errors="replace").splitlines(), 1):
         m = MARKER.search(text)
-        if m:
-            current = int(m.group(2))
+        if m and (CORE / m.group(1)).exists():
+            current = covered[m.group(1)], int(m.group(2))
             continue
-        if OTHER_MARKER.search(text):
+        if m or OTHER_MARKER.search(text):
             current = None  # Cython's own utility code
             continue
         count = counts.get(number)
         if current is None or count is None:
             continue
-        covered[current] = covered.get(current, False) or count > 0
-    return covered
+        lines, line = current
+        lines[line] = lines.get(line, False) or count > 0
+    return dict(covered)
 
 
 def main(argv: list[str]) -> int:
@@ -87,16 +92,15 @@ def main(argv: list[str]) -> int:
     work = objdir_root / "gcov"
     work.mkdir(exist_ok=True)
     totals = defaultdict(lambda: [0, 0])
+    sources: dict[str, dict[int, bool]] = defaultdict(dict)  # .pyx and .pxd lines
     print(f"{'file':<16} {'lines':>6} {'covered':>8} {'%':>6}")
     for c_file in sorted(CORE.glob("*.c")):
         objdir = next(objdir_root.rglob(f"{c_file.stem}.o")).parent
         per_source = gcov_lines(c_file, objdir, work)
-        lines = pyx_lines(c_file, per_source.get(c_file.name, {}))
-        name = f"{c_file.stem}.pyx"
-        totals[name] = [len(lines), sum(lines.values())]
-        if show_missed:
-            missed = sorted(n for n, hit in lines.items() if not hit)
-            print(f"  {name} not reached: {missed}")
+        for name, lines in source_lines(c_file, per_source.get(c_file.name, {})).items():
+            merged = sources[name]
+            for line, hit in lines.items():
+                merged[line] = merged.get(line, False) or hit
         for header, counts in per_source.items():
             if header.endswith(".h") and (CORE / header).exists():
                 executable = [c for c in counts.values() if c is not None]
@@ -105,6 +109,11 @@ def main(argv: list[str]) -> int:
                     max(old[0], len(executable)),
                     max(old[1], sum(1 for c in executable if c)),
                 ]
+    for name, lines in sorted(sources.items()):
+        totals[name] = [len(lines), sum(lines.values())]
+        if show_missed:
+            missed = sorted(n for n, hit in lines.items() if not hit)
+            print(f"  {name} not reached: {missed}")
     all_lines = all_hit = 0
     for name, (n, hit) in sorted(totals.items()):
         all_lines += n

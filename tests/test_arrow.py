@@ -83,6 +83,24 @@ def test_the_reader_streams_batches_of_the_size_asked(folder):
     assert sizes == [128, 128, 128, 116]
 
 
+def test_batches_are_cut_across_the_blocks_they_come_in():
+    from tfrecnp.adapters.arrow import arrow_reader
+
+    sizes, first = [3, 1, 1, 7, 0, 2], 0
+    blocks = []
+    for n in sizes:
+        ids = np.arange(first, first + n)
+        blocks.append({"id": ids, "t": tn.Ragged.from_lengths(np.repeat(ids, ids % 3), ids % 3)})
+        first += n
+    reader = arrow_reader(iter(blocks), lambda: blocks[4], batch_size=4)
+    got = list(reader)
+    assert [b.num_rows for b in got] == [4, 4, 4, 2]
+    table = pa.Table.from_batches(got)
+    ids = np.arange(14)
+    assert table.column("id").to_pylist() == ids.tolist()
+    assert table.column("t").to_pylist() == [[int(i)] * (i % 3) for i in ids]
+
+
 def test_the_reader_of_no_records_still_has_the_schema(folder):
     reader = tn.open(folder, SPEC).take(0).arrow_reader()
     assert reader.schema.names == list(SPEC)
@@ -168,6 +186,16 @@ def test_columns_round_trip_through_arrow_without_copies():
         "b": tn.Bytes(),
         "flag": tn.FixedLen((), "bool"),
     }
+
+
+def test_an_axis_of_size_zero_keeps_its_rows():
+    """FixedLen((2, 0)): every row holds no values, and there are still three rows."""
+    cols = {"empty": np.zeros((3, 2, 0), np.float32), "n": np.arange(3)}
+    batch = to_arrow(cols)
+    assert batch.num_rows == 3
+    assert batch.schema.field("empty").type == pa.list_(pa.list_(pa.float32(), 0), 2)
+    assert batch.column("empty").to_pylist() == [[[], []]] * 3
+    np.testing.assert_array_equal(from_arrow(batch)["empty"], cols["empty"])
 
 
 @pytest.mark.parametrize(

@@ -192,13 +192,6 @@ def test_bytes_from_offsets_checks_unless_told_not_to():
     assert taken.to_list() == [b"ab", b"c"]
 
 
-def test_the_old_private_spellings_still_work():
-    values, splits = np.arange(3), np.array([0, 3], np.int64)
-    assert tn.Ragged._trusted(values, splits).values is values
-    data, offsets = np.frombuffer(b"ab", np.uint8), np.array([0, 1, 2], np.int64)
-    assert tn.BytesColumn._trusted(data, offsets).offsets is offsets
-
-
 def test_the_core_gather_of_byte_ranges_checks_every_range():
     from tfrecnp._core import framing
 
@@ -264,3 +257,18 @@ def test_bytes_to_numpy_keeps_every_byte_of_equal_width_values():
     assert col[1:3].to_numpy().tolist() == values[1:3]  # a view with offsets not at 0
     mixed = tn.BytesColumn.from_list([b"a", b"", b"xyz"])
     assert mixed.to_numpy().tolist() == [b"a", b"", b"xyz"]
+
+
+def test_offsets_are_made_by_one_function():
+    """n + 1 offsets from n lengths, and byte strings packed with theirs: the layout every
+    variable-length buffer shares (BytesColumn.from_list, RecordBatch from payloads)."""
+    from tfrecnp._util.offsets import offsets_of, pack_bytes
+
+    assert offsets_of([2, 0, 3]).tolist() == [0, 2, 2, 5]
+    assert offsets_of(np.array([], np.int64)).tolist() == [0]
+    assert offsets_of([1]).dtype == np.int64
+    data, offsets = pack_bytes([b"ab", b"", memoryview(b"cde")])
+    assert data.tobytes() == b"abcde" and offsets.tolist() == [0, 2, 2, 5]
+    assert data.dtype == np.uint8 and not data.flags.writeable
+    data, offsets = pack_bytes([])
+    assert len(data) == 0 and offsets.tolist() == [0]

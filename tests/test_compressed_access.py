@@ -5,7 +5,9 @@ known from its number, and TensorFlow's own reader checks the shard holds them."
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import io
 import os
 import pickle
 import subprocess
@@ -203,6 +205,56 @@ def test_grain_workers_read_every_record_once(shards, kind):
     assert sorted(seen) == list(range(N))
 
 
+def test_views_read_by_position_as_on_the_plain_shards(shards, kind):
+    plain, packed = tn.open(shards["plain"], SPEC), tn.open(shards[kind], SPEC)
+    views = [
+        lambda d: d.shard(3, 1),  # records 1000..1999: across both shards
+        lambda d: d.take(1600).shard(2, 1),
+        lambda d: d.select(["id", "tokens"]).shard(4, 3),
+    ]
+    for view in views:
+        a, b = view(plain), view(packed)
+        assert len(a) == len(b)
+        assert [as_lists(x) for x in a.batches(128)] == [as_lists(x) for x in b.batches(128)]
+        ids = [0, len(a) - 1, len(a) // 2, 5]
+        assert as_lists(a[ids]) == as_lists(b[ids])
+        assert as_lists(a[10:300:7]) == as_lists(b[10:300:7])
+        assert [int(b[i]["id"]) for i in ids] == [int(a[i]["id"]) for i in ids]
+        shuffled = [as_lists(x) for x in a.batches(100, shuffle=True, seed=3)]
+        assert shuffled == [as_lists(x) for x in b.batches(100, shuffle=True, seed=3)]
+        pooled = [as_lists(x) for x in a.batches(100, shuffle=500, seed=3)]
+        assert pooled == [as_lists(x) for x in b.batches(100, shuffle=500, seed=3)]
+    fresh = tn.open(shards[kind], SPEC)
+    assert as_lists(next(fresh.shard(3, 1).batches(1000))) == expect(range(1000, 2000))
+    # read where the view starts, through the checkpoints, not inflated from each file's start
+    assert fresh.source.files._inflated
+
+
+def test_ray_splits_a_large_compressed_file_into_read_tasks(ray_local, shards, kind):
+    import tfrecnp.ray as tnray
+    from tfrecnp.adapters.ray import TFRecordDatasource
+    from tfrecnp.data.record_dataset import read_blocks
+
+    source = TFRecordDatasource(
+        shards[kind],
+        SPEC,
+        compression=kind,
+        verify_crc=True,
+        on_error="raise",
+        read_part=read_blocks,
+        task_bytes=20_000,
+    )
+    tasks = source.get_read_tasks(4)
+    assert len(tasks) > 2 * len(shards[kind])
+    assert sum(t.metadata.num_rows for t in tasks) == N
+    got = tnray.read(shards[kind], SPEC, task_bytes=20_000)
+    got = got.take_batch(10**9, batch_format="numpy")
+    want = tn.open(shards["plain"], SPEC).to_numpy()
+    np.testing.assert_array_equal(got["id"], np.arange(N))
+    np.testing.assert_array_equal(got["x"], want["x"])
+    assert [bytes(v) for v in got["name"]] == [bytes(v) for v in want["name"]]
+
+
 # -- the checkpoint sidecar ---------------------------------------------------------------------
 
 
@@ -219,6 +271,13 @@ def test_the_checkpoints_are_built_once_kept_beside_the_idx_and_small(shards, ki
     assert len(tn.open(path, SPEC)) == N // 2
     assert os.path.exists(sidecar)
     assert os.path.getsize(sidecar) <= 0.05 * os.path.getsize(path) + 512
+    # the frames walked in the same pass are kept too: the next open inflates nothing
+    stream = zlib.decompress(
+        Path(path).read_bytes(), zlib.MAX_WBITS | (16 if kind == "GZIP" else 0)
+    )
+    offsets, lengths = _reference_walk(stream)
+    lines = [f"{o} {n + 16}" for o, n in zip(offsets, lengths, strict=True)]
+    assert Path(path + ".idx").read_text().split("\n")[:-1] == lines
     built = os.stat(sidecar).st_mtime_ns
     ds = tn.open(path, SPEC)
     assert one(ds[11]) == values(11)
@@ -321,6 +380,86 @@ def test_a_damaged_shard_gives_its_good_records_when_skipping(truncated, kind):
     assert [one(ds[i]) for i in ids] == [values(i) for i in ids]
     got = [i for b in ds.batches(200, shuffle=True, seed=1) for i in as_lists(b)["id"]]
     assert sorted(got) == list(range(whole))
+
+
+def _flipped(tmp_path, kind: str, where: float) -> tuple[str, int]:
+    """A shard with one byte of its deflate stream flipped, `where` of the way in, and the
+    records TensorFlow reads from it before it fails. Records are serialized
+    deterministically, so the flip lands on the same bytes in every run."""
+    path = str(tmp_path / f"flipped.tfrecord.{kind.lower()}")
+    with tf.io.TFRecordWriter(path, options=kind) as w:
+        for i in range(N):
+            w.write(tf.train.Example.FromString(example(i)).SerializeToString(deterministic=True))
+    data = bytearray(Path(path).read_bytes())
+    data[int(len(data) * where)] ^= 0x55
+    Path(path).write_bytes(bytes(data))
+    good = 0
+    with pytest.raises(tf.errors.DataLossError):  # TensorFlow stops at the damage
+        for _ in tf.data.TFRecordDataset(path, compression_type=kind):
+            good += 1
+    return path, good
+
+
+@pytest.mark.parametrize("where", [0.3, 0.5, 0.7])
+def test_a_flipped_byte_is_named_where_tensorflow_stops(tmp_path, kind, where):
+    path, good = _flipped(tmp_path, kind, where)
+    with pytest.raises(tn.CorruptRecordError) as counted:
+        len(tn.open(path, SPEC))
+    assert counted.value.path == path and counted.value.offset > 0
+    assert f"record {counted.value.record}" in str(counted.value)
+    seen = []
+    with pytest.raises(tn.CorruptRecordError) as passed:
+        for batch in tn.open(path, SPEC).batches(100):
+            seen += batch["id"].tolist()
+    assert passed.value.path == path and passed.value.record == good
+    assert f"record {good} (byte " in str(passed.value)
+    assert seen == list(range(good // 100 * 100))  # every whole batch before the damage
+
+
+@pytest.mark.parametrize("where", [0.3, 0.5, 0.7])
+def test_a_flipped_byte_skipped_by_position_as_streamed(tmp_path, kind, where):
+    path, good = _flipped(tmp_path, kind, where)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", tn.CorruptRecordWarning)
+        ds = tn.open(path, SPEC, on_error="skip")
+        streamed = [as_lists(b) for b in ds.batches(100)]
+        ids = [i for b in streamed for i in b["id"]]
+        assert ids[:good] == list(range(good))  # all TensorFlow reads, and perhaps more
+        assert {k: [v for b in streamed for v in b[k]] for k in SPEC} == expect(ids)
+        by_position = ds[list(range(len(ds)))]
+        assert as_lists(by_position) == expect(ids)
+        shuffled = [i for b in ds.batches(64, shuffle=True, seed=2) for i in as_lists(b)["id"]]
+        assert sorted(shuffled) == ids
+    assert ds.corruptions and all(c.path == path for c in ds.corruptions)
+
+
+def _delivered(data: bytes, kind: str, module) -> bytes:
+    """What a pass's DecompressingReader delivers from data before it fails."""
+    from tfrecnp.format.compression import DecompressingReader
+
+    reader = DecompressingReader(io.BytesIO(data), kind, module=module)
+    out, buf = bytearray(), bytearray(1 << 16)
+    with contextlib.suppress(EOFError, zlib.error):
+        while n := reader.readinto(buf):
+            out += buf[:n]
+    return bytes(out)
+
+
+def test_igzip_delivers_what_zlib_does_up_to_the_damage(shards, kind):
+    # igzip holds back a varying number of the bytes before damage: there the reader
+    # starts over with zlib, so a pass's records before the damage do not depend on it
+    isal_zlib = pytest.importorskip("isal.isal_zlib")  # the gzip extra: installed in CI
+    data = Path(shards[kind][0]).read_bytes()
+    whole = zlib.decompress(data, zlib.MAX_WBITS | (16 if kind == "GZIP" else 0))
+    for cut in np.linspace(50, len(data) - 1, 25).astype(int):
+        cut_short = data[:cut]
+        flipped = bytearray(data)
+        flipped[cut] ^= 0x55
+        for damaged in (cut_short, bytes(flipped)):
+            got = _delivered(damaged, kind, isal_zlib)
+            assert got == _delivered(damaged, kind, zlib)
+        assert whole.startswith(_delivered(cut_short, kind, isal_zlib))  # up to the cut
+    assert _delivered(data, kind, isal_zlib) == whole
 
 
 # -- without the extra --------------------------------------------------------------------------

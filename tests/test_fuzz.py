@@ -25,7 +25,8 @@ NATIVE = ROOT / "build" / "fuzz"
 
 def _native_is_current() -> bool:
     built = NATIVE / ".built"
-    sources = (ROOT / "src" / "tfrecnp" / "_core").glob("*.pyx")
+    core = ROOT / "src" / "tfrecnp" / "_core"
+    sources = [p for p in core.iterdir() if p.suffix in (".pyx", ".pxd", ".h")]
     return built.exists() and all(p.stat().st_mtime <= built.stat().st_mtime for p in sources)
 
 

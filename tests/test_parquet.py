@@ -230,3 +230,247 @@ def test_nulls_among_numbers_are_named_when_read(tmp_path):
     pq.write_table(pa.table({"v": pa.array([1, None, 3])}), path)
     with pytest.raises(tn.SchemaError, match=r"^column 'v' holds 1 nulls among its 3 rows"):
         tn.open(path).to_numpy()
+
+
+def parse_all(tf, paths, features) -> dict[str, np.ndarray]:
+    """Every record of the files through tf.io.parse_example, in batches, concatenated; a
+    tf.io.RaggedFeature as its flat values, and its row lengths under "<name>.lengths"."""
+    parts: dict[str, list] = {}
+    for raw in tf.data.TFRecordDataset([str(p) for p in paths]).batch(1000):
+        for k, v in tf.io.parse_example(raw, features).items():
+            if isinstance(v, tf.RaggedTensor):
+                parts.setdefault(k + ".lengths", []).append(v.row_lengths().numpy())
+                v = v.flat_values
+            parts.setdefault(k, []).append(v.numpy())
+    return {k: np.concatenate(v) for k, v in parts.items()}
+
+
+def test_write_streams_a_parquet_folder_read_back_by_tensorflow(tmp_path, tf):
+    import pyarrow.dataset as pds
+
+    want = expected()
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for k, (a, b) in enumerate(((0, 250), (250, 600), (600, N))):
+        pq.write_table(
+            pa.table(
+                {
+                    "label": pa.array(want["label"][a:b], pa.int64()),
+                    "x": pa.array(want["x"][a:b], pa.list_(pa.float32(), 3)),
+                    "tokens": pa.array(want["tokens"][a:b], pa.list_(pa.int64())),
+                    "name": pa.array([v.decode() for v in want["name"][a:b]]),
+                }
+            ),
+            folder / f"part-{k}.parquet",
+            row_group_size=64,
+        )
+    out = tn.write(tmp_path / "t.tfrecord", pds.dataset(folder), progress=False, verify=True)
+    assert out.records == N and out.spec["tokens"] == tn.VarLen("int64")
+    got = parse_all(
+        tf,
+        out.paths,
+        {
+            "label": tf.io.FixedLenFeature([], tf.int64),
+            "x": tf.io.FixedLenFeature([3], tf.float32),
+            "tokens": tf.io.RaggedFeature(tf.int64),
+            "name": tf.io.FixedLenFeature([], tf.string),
+        },
+    )
+    np.testing.assert_array_equal(got["label"], want["label"])
+    np.testing.assert_array_equal(got["x"], np.array(want["x"], np.float32))
+    assert got["name"].tolist() == want["name"]
+    assert got["tokens.lengths"].tolist() == [len(t) for t in want["tokens"]]
+    assert got["tokens"].tolist() == [v for t in want["tokens"] for v in t]
+
+
+def batch_of(first: int, rows: int) -> pa.RecordBatch:
+    """Rows first.. of id, x (16 halves of id) and tokens (10 * id + 0, 1, ..., id % 7
+    values), in Arrow's pool."""
+    ids = np.arange(first, first + rows, dtype=np.int64)
+    values = pa.array(token_values(ids))
+    offsets = np.concatenate([[0], np.cumsum(ids % 7)])
+    # concat_arrays copies into Arrow's memory pool, which the tests below watch.
+    return pa.record_batch(
+        {
+            "id": pa.concat_arrays([pa.array(ids)]),
+            "x": pa.concat_arrays(
+                [pa.FixedSizeListArray.from_arrays(pa.array(np.repeat(ids, 16) * 0.5), 16)]
+            ),
+            "tokens": pa.concat_arrays([pa.LargeListArray.from_arrays(offsets, values)]),
+        }
+    )
+
+
+def token_values(ids: np.ndarray) -> np.ndarray:
+    """The tokens of these rows, back to back."""
+    lengths = ids % 7
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    return np.repeat(ids * 10, lengths) + np.arange(int(lengths.sum())) - starts
+
+
+def check_streamed(tf, out, n: int) -> None:
+    """The files hold batch_of(0, n)'s values, as TensorFlow parses them."""
+    assert out.records == n
+    got = parse_all(
+        tf,
+        out.paths,
+        {
+            "id": tf.io.FixedLenFeature([], tf.int64),
+            "x": tf.io.FixedLenFeature([16], tf.float32),
+            "tokens": tf.io.RaggedFeature(tf.int64),
+        },
+    )
+    ids = np.arange(n)
+    np.testing.assert_array_equal(got["id"], ids)
+    np.testing.assert_array_equal(got["x"], np.repeat(ids, 16).reshape(-1, 16) * 0.5)
+    np.testing.assert_array_equal(got["tokens.lengths"], ids % 7)
+    np.testing.assert_array_equal(got["tokens"], token_values(ids))
+
+
+def test_write_pulls_a_record_batch_reader_a_batch_at_a_time(tmp_path, tf):
+    """A reader over a generator: the Arrow memory live while it makes each batch stays at
+    a batch or two (reading the table first would hold all forty)."""
+    rows, batches = 4096, 40
+    live = []
+
+    def make():
+        for k in range(batches):
+            live.append(pa.total_allocated_bytes())
+            yield batch_of(k * rows, rows)
+
+    schema = batch_of(0, 1).schema
+    reader = pa.RecordBatchReader.from_batches(schema, make())
+    out = tn.write(tmp_path / "s.tfrecord", reader, progress=False)
+    one = batch_of(0, rows).nbytes
+    assert len(live) == batches and max(live) < 3 * one
+    check_streamed(tf, out, rows * batches)
+
+
+# A pool that watches Arrow's peak memory; kept for the session, since buffers it handed
+# out may outlive the test that set it.
+WATCHED_POOL = pa.proxy_memory_pool(pa.default_memory_pool())
+
+
+def test_write_streams_a_parquet_dataset_in_bounded_memory(tmp_path, tf, monkeypatch):
+    """tn.write of pyarrow.dataset.dataset(folder): Arrow's peak memory stays at a few
+    batches of the size asked, far below the table's."""
+    import pyarrow.dataset as pds
+
+    from tfrecnp.example import arrow
+
+    rows, files = 12_000, 4
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for k in range(files):
+        pq.write_table(
+            pa.Table.from_batches([batch_of(k * rows, rows)]),
+            folder / f"part-{k}.parquet",
+            row_group_size=1000,
+        )
+    table_bytes = pds.dataset(folder).to_table().nbytes
+    monkeypatch.setattr(arrow, "STREAM_BYTES", 256 << 10)
+    dataset = pds.dataset(folder)
+    before = pa.default_memory_pool()
+    pa.set_memory_pool(WATCHED_POOL)
+    try:
+        base = WATCHED_POOL.bytes_allocated()
+        out = tn.write(tmp_path / "p.tfrecord", dataset, progress=False)
+        peak = WATCHED_POOL.max_memory() - base
+    finally:
+        pa.set_memory_pool(before)
+    assert peak < table_bytes / 4, (peak, table_bytes)
+    check_streamed(tf, out, rows * files)
+
+
+def test_write_takes_a_hive_partitioned_dataset_with_its_keys(tmp_path, tf):
+    import pyarrow.dataset as pds
+
+    ids = np.arange(300)
+    table = pa.table({"id": ids, "label": ids % 3, "tokens": [list(range(i % 4)) for i in ids]})
+    pq.write_to_dataset(table, tmp_path / "hive", partition_cols=["label"])
+    dataset = pds.dataset(tmp_path / "hive", partitioning="hive")
+    out = tn.write(tmp_path / "h.tfrecord", dataset, progress=False)
+    got = parse_all(
+        tf,
+        out.paths,
+        {
+            "id": tf.io.FixedLenFeature([], tf.int64),
+            "label": tf.io.FixedLenFeature([], tf.int64),
+            "tokens": tf.io.RaggedFeature(tf.int64),
+        },
+    )
+    order = np.argsort(got["id"])
+    np.testing.assert_array_equal(got["id"][order], ids)
+    np.testing.assert_array_equal(got["label"][order], ids % 3)  # from the folder names
+    np.testing.assert_array_equal(got["tokens.lengths"][order], ids % 4)
+
+
+def listed(fs, url: str) -> list[str]:
+    """Every name under url, hidden ones included, relative to it."""
+    root = fs._strip_protocol(url).rstrip("/")
+    return sorted(p[len(root) + 1 :] for p in fs.find(root)) if fs.exists(root) else []
+
+
+def test_parquet_to_memory_urls_appears_whole(shards, memfs):
+    out = tn.convert(str(shards), "memory://out/part.parquet", spec=SPEC, progress=False)
+    assert out == "memory://out/part.parquet"
+    assert listed(memfs, "memory://out") == ["part.parquet"]  # no temporary left
+    with memfs.open("memory://out/part.parquet", "rb") as f:
+        table = pq.read_table(f)
+    assert table.column("tokens").to_pylist() == expected()["tokens"]
+    parts = tn.convert(
+        str(shards),
+        "memory://out/parts/",
+        spec=SPEC,
+        file_bytes=20 << 10,
+        row_group_bytes=5 << 10,
+        progress=False,
+    )
+    names = listed(memfs, parts)
+    assert len(names) > 2 and names == [f"part-{k:05d}.parquet" for k in range(len(names))]
+    ds = tn.open("memory://out/parts/")
+    assert ds.to_arrow().column("label").to_pylist() == expected()["label"]
+    with pytest.raises(FileExistsError, match=r"^memory://out/parts exists; pass overwrite"):
+        tn.convert(str(shards), "memory://out/parts/", spec=SPEC, format="parquet")
+    again = dict(spec=SPEC, format="parquet", overwrite=True, progress=False)
+    tn.convert(str(shards), "memory://out/parts/", **again)
+    assert listed(memfs, "memory://out/parts") == ["part-00000.parquet"]
+
+
+def text_then_not(n: int) -> dict:
+    """Names that are UTF-8 for the first rows and not for the last one."""
+    names = [f"name-{i}".encode() for i in range(n - 1)] + [b"\xff"]
+    return {"id": np.arange(n), "name": tn.BytesColumn.from_list(names)}
+
+
+def test_a_failed_parquet_upload_leaves_nothing(memfs):
+    for dst in ("memory://bad/one.parquet", "memory://bad/parts/"):
+        with pytest.raises(tn.SchemaError, match=r"^feature 'name' was asked for as text"):
+            tn.convert(
+                text_then_not(5000),
+                dst,
+                format="parquet",
+                text=["name"],
+                row_group_bytes=4 << 10,
+                progress=False,
+            )
+        assert listed(memfs, "memory://bad") == []
+
+
+def test_parquet_to_s3(shards, s3):
+    url = s3.url("pq/out.parquet")
+    tn.convert(str(shards), url, spec=SPEC, storage_options=s3.options, progress=False)
+    assert listed(s3.fs, s3.url("pq")) == ["out.parquet"]
+    ds = tn.open(url, storage_options=s3.options)
+    assert ds.to_arrow().column("tokens").to_pylist() == expected()["tokens"]
+    with pytest.raises(tn.SchemaError, match=r"^feature 'name' was asked for as text"):
+        tn.convert(
+            text_then_not(5000),
+            s3.url("bad/parts/"),
+            format="parquet",
+            text=["name"],
+            row_group_bytes=4 << 10,
+            storage_options=s3.options,
+            progress=False,
+        )
+    assert listed(s3.fs, s3.url("bad")) == []

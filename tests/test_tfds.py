@@ -11,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import warnings
-import zlib
 
 import numpy as np
 import pytest
@@ -22,7 +21,91 @@ import tfrecnp as tn
 from tfrecnp.cli.main import main
 from tfrecnp.example.columns import BytesColumn, Ragged
 
-LEFT = {"dyn"}  # read as its wire features: see tfds_features' docstring
+LEFT = {"seq_fimg"}  # read as its wire features: see tfds_features' docstring
+N_MORE = 24
+
+
+class More(tfds.core.GeneratorBasedBuilder, skip_registration=True):
+    """The rarer features: tensors of several unknown dimensions, float32 images, Sequences
+    of encoded tensors and of Sequences of images, optional features, every dtype."""
+
+    VERSION = tfds.core.Version("1.0.0")
+
+    def _info(self):
+        f = tfds.features
+        img = f.Image(shape=(3, 2, 3))
+        return tfds.core.DatasetInfo(
+            builder=self,
+            features=f.FeaturesDict(
+                {
+                    "dyn_bytes": f.Tensor(shape=(None, None, 3), dtype=np.uint8, encoding="bytes"),
+                    "dyn_zlib": f.Tensor(shape=(None, 2, None), dtype=np.float32, encoding="zlib"),
+                    "fimage": f.Image(shape=(4, 5, 1), dtype=np.float32),
+                    "fvar": f.Image(shape=(None, None, 1), dtype=np.float32),
+                    "seq_raw": f.Sequence(f.Tensor(shape=(2,), dtype=np.int16, encoding="bytes")),
+                    "seq_zlib": f.Sequence(f.Tensor(shape=(3,), dtype=np.float32, encoding="zlib")),
+                    "pair_raw": f.Sequence(
+                        f.Tensor(shape=(2, 2), dtype=np.uint16, encoding="bytes"), length=2
+                    ),
+                    "seq_seq_img": f.Sequence(f.Sequence(img)),
+                    "seq_dict": f.Sequence({"img": img, "lab": f.ClassLabel(num_classes=3)}),
+                    "opt_int": f.Scalar(np.int64, optional=True),
+                    "opt_vec": f.Tensor(shape=(2,), dtype=np.float32, optional=True),
+                    "opt_text": f.Scalar(np.str_, optional=True),
+                    "opt_f64": f.Tensor(shape=(), dtype=np.float64, optional=True),
+                    "opt_u64": f.Tensor(shape=(), dtype=np.uint64, optional=True),
+                    "u64": np.uint64,
+                    "u64v": f.Tensor(shape=(3,), dtype=np.uint64),
+                    "u64r": f.Tensor(shape=(None,), dtype=np.uint64),
+                    "i8": f.Tensor(shape=(2,), dtype=np.int8),
+                    "u32": np.uint32,
+                    "bools": f.Tensor(shape=(2,), dtype=np.bool_),
+                    "f16": f.Tensor(shape=(2,), dtype=np.float16),
+                    "f64": f.Tensor(shape=(None,), dtype=np.float64),
+                    "seq_fimg": f.Sequence(f.Image(shape=(2, 2, 1), dtype=np.float32)),
+                }
+            ),
+        )
+
+    def _split_generators(self, dl_manager):
+        return {"train": self._generate_examples()}
+
+    def _generate_examples(self):
+        rng = np.random.default_rng(5)
+        img = lambda: rng.integers(0, 255, (3, 2, 3), dtype=np.uint8)  # noqa: E731
+        for i in range(N_MORE):
+            k = i % 4
+            yield (
+                i,
+                {
+                    "dyn_bytes": rng.integers(0, 255, (k + 1, 3 - k % 3, 3), dtype=np.uint8),
+                    "dyn_zlib": rng.standard_normal((k, 2, 1 + i % 3)).astype(np.float32),
+                    "fimage": rng.standard_normal((4, 5, 1)).astype(np.float32),
+                    "fvar": rng.standard_normal((1 + k, 2, 1)).astype(np.float32),
+                    "seq_raw": rng.integers(-9, 9, (k, 2), dtype=np.int16),
+                    "seq_zlib": rng.standard_normal((k, 3)).astype(np.float32),
+                    "pair_raw": rng.integers(0, 65535, (2, 2, 2), dtype=np.uint16),
+                    "seq_seq_img": [[img() for _ in range(j)] for j in range(k)],
+                    "seq_dict": {
+                        "img": [img() for _ in range(k)],
+                        "lab": [j % 3 for j in range(k)],
+                    },
+                    "opt_int": None if i % 3 == 0 else i,
+                    "opt_vec": None if i % 2 else [i, -i],
+                    "opt_text": None if i % 4 == 1 else f"t{i}",
+                    "opt_f64": None if i % 2 else i / 7,
+                    "opt_u64": None if i % 2 else np.uint64(2**64 - 1 - i),
+                    "u64": np.uint64(2**64 - 1 - i),
+                    "u64v": np.array([i, 2**63 + i, 2**64 - 1], np.uint64),
+                    "u64r": np.array([2**64 - 1 - j for j in range(k)], np.uint64),
+                    "i8": np.array([-128 + i, 127 - i], np.int8),
+                    "u32": np.uint32(2**32 - 1 - i),
+                    "bools": np.array([i % 2, 1], np.bool_),
+                    "f16": np.array([i / 3, -65504], np.float16),
+                    "f64": np.arange(k) / 3,
+                    "seq_fimg": rng.standard_normal((k, 2, 2, 1)).astype(np.float32),
+                },
+            )
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +116,16 @@ def kinds(tmp_path_factory):
 @pytest.fixture(scope="module")
 def kinds_records(kinds):
     return {split: tfds_records(kinds, split) for split in ("train", "test")}
+
+
+@pytest.fixture(scope="module")
+def more(tmp_path_factory):
+    return build(More, tmp_path_factory.mktemp("more"))
+
+
+@pytest.fixture(scope="module")
+def more_records(more):
+    return tfds_records(more, "train")
 
 
 @pytest.fixture(scope="module")
@@ -94,13 +187,78 @@ def test_batches_come_in_tfds_order_with_the_same_values(kinds, kinds_records):
             assert_same(name, got[name], rec[name])
 
 
-def test_a_tensor_of_several_unknown_dimensions_is_read_as_its_wire_features(kinds, kinds_records):
-    with pytest.warns(UserWarning, match=r"TFDS feature 'dyn' \(Tensor\): encoding=zlib with"):
-        ds = tn.open(kinds.data_dir, split="train")
-    for i, rec in enumerate(kinds_records["train"]):
-        got = ds[i]
-        dyn = np.frombuffer(zlib.decompress(got["dyn/value"]), np.uint8)
-        np.testing.assert_array_equal(dyn.reshape(got["dyn/shape"]), rec["dyn"])
+MORE = {
+    "several unknown dimensions": ["dyn_bytes", "dyn_zlib"],
+    "float32 images": ["fimage", "fvar"],
+    "sequences of encoded tensors": ["seq_raw", "seq_zlib", "pair_raw"],
+    "sequences of sequences of images": ["seq_seq_img"],
+    "sequences of dicts of images": ["seq_dict/img", "seq_dict/lab"],
+    "optional": ["opt_int", "opt_vec", "opt_text", "opt_f64", "opt_u64"],
+    "uint64": ["u64", "u64v", "u64r"],
+    "other dtypes": ["i8", "u32", "bools", "f16", "f64"],
+}
+
+
+@pytest.mark.parametrize("group", list(MORE))
+def test_rarer_features_equal_tfds_by_position_and_in_batches(more, more_records, group):
+    names = MORE[group]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # none of these is left as its wire features
+        warnings.filterwarnings("ignore", "float32 images 'fvar' of a batch differ")
+        warnings.filterwarnings("ignore", "TFDS feature 'seq_fimg'")  # the one left: below
+        ds = tn.open(more.data_dir, split="train").select(names)
+        for i, rec in enumerate(more_records):
+            got = ds[i]
+            for name in names:
+                assert_same(name, got[name], rec[name])
+        rows = []
+        for batch in ds.batches(5):  # blocks of several records, joined and finished
+            rows += [{k: col[j] for k, col in batch.items()} for j in range(len(batch[names[0]]))]
+    assert len(rows) == len(more_records)
+    for got, rec in zip(rows, more_records, strict=True):
+        for name in names:
+            assert_same(name, got[name], rec[name])
+
+
+def test_rarer_feature_columns(more, more_records):
+    ds = open_quiet(more.data_dir, split="train")
+    batch = ds[0:4]
+    assert batch["dyn_bytes"].dtype == object  # one array per record, each of its own shape
+    assert [a.shape for a in batch["dyn_bytes"]] == [r["dyn_bytes"].shape for r in more_records[:4]]
+    assert batch["u64"].dtype == np.uint64 and batch["fimage"].shape == (4, 4, 5, 1)
+    assert isinstance(batch["seq_seq_img"], Ragged) and isinstance(
+        batch["seq_seq_img"].values, Ragged
+    )
+    assert batch["seq_seq_img"].values.values.shape[1:] == (3, 2, 3)
+    assert batch["pair_raw"].shape == (4, 2, 2, 2) and batch["pair_raw"].dtype == np.uint16
+    assert isinstance(batch["seq_zlib"], Ragged) and batch["seq_zlib"].values.shape[1:] == (3,)
+    assert ds.features["opt_int"].describe() == "Scalar(int64, (), optional)"
+
+
+def test_joined_features_in_tfds_interleaved_order(kinds, kinds_records):
+    ds = open_quiet(kinds.data_dir, split="train[3:]").select(["dyn", "text"])
+    want = tfds_records(kinds, "train[3:]")
+    assert ds.spec["dyn"].spell().startswith("ShapedTensor('uint8', (None, None)")
+    got = [row for b in ds.batches(8) for row in zip(b["dyn"], b["text"].to_list(), strict=True)]
+    assert [t for _, t in got] == [w["text"] for w in want]
+    for (dyn, _), rec in zip(got, want, strict=True):
+        assert_same("dyn", dyn, rec["dyn"])
+    shuffled = [t for b in ds.batches(8, shuffle=True, seed=3) for t in b["text"].to_list()]
+    assert sorted(shuffled) == sorted(w["text"] for w in want)
+
+
+def test_a_feature_that_cannot_be_decoded_is_its_raw_bytes_with_a_warning(more, more_records):
+    with pytest.warns(
+        UserWarning, match=r"TFDS feature 'seq_fimg' \(Image\): a Sequence of float32 images"
+    ):
+        ds = tn.open(more.data_dir, split="train")
+    assert ds.spec["seq_fimg"] == tn.VarLen("bytes")
+    for i, rec in enumerate(more_records):
+        pngs = ds[i]["seq_fimg"]  # TFDS's 4-channel PNGs of the float32 pixels' bytes
+        assert len(pngs) == len(rec["seq_fimg"])
+        for png, want in zip(pngs, rec["seq_fimg"], strict=True):
+            pixels = tn.Image(4).finish(BytesColumn.from_list([png]))[0]
+            np.testing.assert_array_equal(pixels.view("<f4"), want)
 
 
 def test_sequences_of_sequences_are_ragged_of_ragged_columns(kinds, kinds_records):
@@ -224,19 +382,28 @@ def test_mnist_equals_tfds_and_reaches_every_consumer(mnist, tmp_path):
     np.testing.assert_array_equal(torch_batch["label"].numpy(), cols["label"][:4])
 
 
-def test_cli_inspect_head_convert(kinds, tmp_path, capsys):
+def test_cli_inspect_head_convert(kinds, more, tmp_path, capsys):
     assert main(["inspect", str(kinds.data_dir)]) == 0
     out = capsys.readouterr().out
-    assert "kinds 1.2.0" in out
-    assert f"train  {N_TRAIN} records" in out and f"test  {N_TEST} records" in out
-    assert re.search(r"\n  label +ClassLabel\(int64, \(\), 3 classes\)  \[cat, dog, bird\]", out)
-    assert re.search(r"\n  objects/bbox +BBoxFeature\(float32, \(None, 4\)\)\n", out)
+    assert out.startswith(f"kinds 1.2.0 ({kinds.data_dir}): {N_TRAIN + N_TEST} records")
+    assert re.search(rf"\nsplit +records +shards +size\ntrain +{N_TRAIN} +3 +[\d.]+ KiB\n", out)
+    assert re.search(rf"\ntest +{N_TEST} +3 ", out)
+    assert re.search(r"\nname +TFDS feature +notes\n", out)
+    assert re.search(r"\nlabel +ClassLabel\(int64, \(\), 3 classes\) +\[cat, dog, bird\]\n", out)
+    assert re.search(r"\nobjects/bbox +BBoxFeature\(float32, \(None, 4\)\)\n", out)
+    assert re.search(r"\ndyn +Tensor\(uint8, \(None, None\), encoding=zlib\)\n", out)
+    assert main(["inspect", str(more.data_dir)]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"\nopt_int +Scalar\(int64, \(\), optional\)\n", out)
     assert re.search(
-        r"\n  dyn +Tensor\(uint8, \(None, None\), encoding=zlib\)  \(read as its wire", out
+        r"\nseq_fimg +Image\(float32, \(None, 2, 2, 1\)\) +read as its wire features: a "
+        r"Sequence of float32 images",
+        out,
     )
     assert main(["head", str(kinds.data_dir), "--split", "test", "-n", "2"]) == 0
     out = capsys.readouterr().out
     assert "b'test h\\xc3\\xa9llo " in out
+    assert re.search(r"^record 0 of split 'test'\n  audio +int64\[\d+\]", out)
     target = tmp_path / "test.h5"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -294,6 +461,23 @@ def test_a_saved_split_loads_back_in_a_fresh_process(kinds, tmp_path):
     assert run.stdout.strip() == str(N_TEST), run.stderr[-300:]
 
 
+def test_rarer_features_saved_load_back_in_a_fresh_process(more, more_records, tmp_path):
+    names = ["u64", "fimage", "seq_raw", "pair_raw", "opt_int", "seq_seq_img"]
+    out = (
+        open_quiet(more.data_dir, split="train")
+        .select(names)
+        .save(tmp_path / "more.h5", progress=False)
+    )
+    code = (
+        f"import tfrecnp as tn; b = tn.load({str(out)!r}); "
+        "print(b.records, b['u64'][-1], float(b['fimage'][0].sum()))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    last, first = more_records[-1], more_records[0]
+    want = f"{N_MORE} {last['u64']} {float(first['fimage'].sum())}"
+    assert run.stdout.strip() == want, run.stderr[-400:]
+
+
 def test_video_and_zlib_tensors_reach_tf(kinds, kinds_records):
     ds = open_quiet(kinds.data_dir, split="test").select(["video", "zipped"])
     batch = next(iter(ds.to_tf(batch_size=2)))
@@ -308,3 +492,18 @@ def test_convert_takes_a_split(mnist, tmp_path):
     want = tn.open(mnist.data_dir, split="test[:7]").to_numpy()
     np.testing.assert_array_equal(back["image"], want["image"])
     np.testing.assert_array_equal(back["label"], want["label"])
+
+
+def test_to_ray_reads_a_whole_split(ray_local, more, more_records):
+    names = ["u64", "seq_raw", "opt_int", "f16"]
+    ds = open_quiet(more.data_dir, split="train").select(names)
+    rows = ds.to_ray().take_all()  # one shard: the records in TFDS's order
+    assert len(rows) == len(more_records)
+    for got, rec in zip(rows, more_records, strict=True):
+        for name in names:
+            assert_same(name, np.asarray(got[name]).reshape(np.shape(rec[name])), rec[name])
+    whole = open_quiet(more.data_dir, split="train")
+    with pytest.raises(ValueError, match=r"'dyn_bytes', 'dyn_zlib', 'seq_seq_img' join several"):
+        whole.to_ray()
+    with pytest.raises(ValueError, match=r"to_ray reads whole shards; split 'train\[:5\]'"):
+        open_quiet(more.data_dir, split="train[:5]").select(["u64"]).to_ray()

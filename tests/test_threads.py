@@ -140,7 +140,7 @@ def test_one_pool_per_kind_and_one_core_count():
     from tfrecnp.example import decode
 
     assert threads.executor("chunks") is threads.executor()
-    assert decode._run_parallel is threads.run_parallel  # the decoder's pieces: that pool
+    assert decode.run_parallel is threads.run_parallel  # the decoder's pieces: that pool
     assert threads.executor("image") is not threads.executor("chunks")
     assert threads.executor("pipeline")._max_workers == 1
     assert decode.CPUS == threads.CPUS == (os.cpu_count() or 1)

@@ -5,6 +5,11 @@
 #include <stdint.h>
 #include <string.h>
 #define TFRECNP_LONG 8192
+/* A frame: uint64 length | uint32 masked CRC32C of it | payload | uint32 masked CRC32C of
+   the payload (docs/FORMAT.md; format/frames.py names the same numbers for Python). */
+#define TFRECNP_LENGTH_BYTES 8
+#define TFRECNP_HEADER_BYTES 12
+#define TFRECNP_OVERHEAD_BYTES 16
 #define TFRECNP_SHORT 256
 static uint32_t tfrecnp_shift_long[4][256];
 static uint32_t tfrecnp_shift_short[4][256];
@@ -39,7 +44,7 @@ static inline void tfrecnp_walk_check(tfrecnp_walk *g, int64_t i, uint32_t crc,
     memcpy(&stored, end, 4);  /* the payload CRC follows the payload */
     if (tfrecnp_masked(crc) != stored && (g->bad < 0 || i < g->bad)) {
         g->bad = i;
-        g->bad_pos = (end - g->buf) - (g->offsets[i + 1] - g->offsets[i]) - 12;
+        g->bad_pos = (end - g->buf) - (g->offsets[i + 1] - g->offsets[i]) - TFRECNP_HEADER_BYTES;
     }
 }
 /* Checks the frame at g->pos and reserves its place in out: returns its payload and
@@ -51,27 +56,31 @@ static inline const uint8_t *tfrecnp_walk_take(tfrecnp_walk *g, uint32_t header_
     uint64_t len;
     uint32_t stored;
     if (g->n >= g->want) { g->status = TFRECNP_WALK_LIMIT; return NULL; }
-    if (left < 12) { g->status = TFRECNP_WALK_NEED_MORE; return NULL; }
-    memcpy(&len, h, 8);
-    memcpy(&stored, h + 8, 4);
+    if (left < TFRECNP_HEADER_BYTES) { g->status = TFRECNP_WALK_NEED_MORE; return NULL; }
+    memcpy(&len, h, TFRECNP_LENGTH_BYTES);
+    memcpy(&stored, h + TFRECNP_LENGTH_BYTES, 4);
     if (tfrecnp_masked(header_crc) != stored) { g->status = TFRECNP_WALK_BAD_LENGTH_CRC; return NULL; }
     g->length = len; g->have_length = 1;
-    if (left < 16 || len > (uint64_t)(left - 16)) { g->status = TFRECNP_WALK_NEED_MORE; return NULL; }
+    if (left < TFRECNP_OVERHEAD_BYTES || len > (uint64_t)(left - TFRECNP_OVERHEAD_BYTES)) {
+        g->status = TFRECNP_WALK_NEED_MORE;
+        return NULL;
+    }
     if (len > (uint64_t)(g->room - g->o)) { g->status = TFRECNP_WALK_OUT_FULL; return NULL; }
     g->have_length = 0;
     *dst = g->out + g->o;
     *length = len;
     g->o += (int64_t)len;
     g->offsets[++g->n] = g->o;
-    g->pos = pos + 16 + (int64_t)len;
-    return h + 12;
+    g->pos = pos + TFRECNP_OVERHEAD_BYTES + (int64_t)len;
+    return h + TFRECNP_HEADER_BYTES;
 }
 static void tfrecnp_walk_sw(tfrecnp_walk *g, tfrecnp_crc_fn crc, int check) {
     for (;;) {
         uint8_t *q;
         uint64_t len;
         const uint8_t *h = g->buf + g->pos;
-        uint32_t hc = g->end - g->pos >= 12 ? ~crc(0xFFFFFFFFu, h, 8) : 0;
+        uint32_t hc = g->end - g->pos >= TFRECNP_HEADER_BYTES
+                      ? ~crc(0xFFFFFFFFu, h, TFRECNP_LENGTH_BYTES) : 0;
         const uint8_t *p = tfrecnp_walk_take(g, hc, &q, &len);
         if (p == NULL) return;
         if (len) memcpy(q, p, len);  /* an empty output's q is NULL: memcpy(NULL, p, 0) is UB */
@@ -161,7 +170,7 @@ static inline int tfrecnp_lane_start(tfrecnp_gather_job *g, const uint8_t **s, u
                                      size_t *w, uint64_t *c, int64_t *idx) {
     while (g->next < g->n) {
         int64_t i = g->next++;
-        const uint8_t *p = g->src + g->starts[i] + 12;
+        const uint8_t *p = g->src + g->starts[i] + TFRECNP_HEADER_BYTES;
         uint8_t *q = g->dst + (g->offsets[i] - g->base);
         size_t len = (size_t)g->lengths[i], r = len & 7;
         uint64_t head;
@@ -230,7 +239,8 @@ static inline int tfrecnp_walk_lane(tfrecnp_walk *g, const uint8_t **s, uint8_t 
         uint8_t *q;
         uint64_t len, head, hw = 0;
         size_t r;
-        if (g->end - g->pos >= 12) memcpy(&hw, g->buf + g->pos, 8);
+        if (g->end - g->pos >= TFRECNP_HEADER_BYTES)
+            memcpy(&hw, g->buf + g->pos, TFRECNP_LENGTH_BYTES);
         const uint8_t *p = tfrecnp_walk_take(g, ~(uint32_t)_mm_crc32_u64(0xFFFFFFFFu, hw), &q, &len);
         if (p == NULL) return 0;
         __builtin_prefetch(g->buf + g->pos);

@@ -14,6 +14,7 @@ SCHEMA: int
 BAD_OFFSETS: int
 FULL: int
 INCONSISTENT: int
+ROW_END: int
 ROW_COUNT: int
 ROW_NBYTES: int
 ROW_STEPS: int

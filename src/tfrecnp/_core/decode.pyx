@@ -167,6 +167,7 @@ SCHEMA_CODES = {
     S_STEP_RAW_COUNT: "step_raw_count", S_STEP_RAW_SIZE: "step_raw_size",
 }
 ROW_FIELDS = NFIELDS
+ROW_END = R_END  # where a feature's list ends in its record; 0 when the feature is absent
 ROW_COUNT, ROW_NBYTES, ROW_STEPS, ROW_BAD_STEP, ROW_BAD_VALUE, ROW_KIND = (
     R_COUNT, R_NBYTES, R_STEPS, R_BAD_STEP, R_BAD_VALUE, R_KIND)
 SURVEY_FIELDS = VFIELDS

@@ -23,6 +23,10 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
 
 cdef extern from "crc32c.h":
+    enum:  # the frame's geometry, named once for the core (format/frames.py for Python)
+        LENGTH_BYTES "TFRECNP_LENGTH_BYTES"  # the payload length, little-endian uint64
+        HEADER_BYTES "TFRECNP_HEADER_BYTES"  # the length and its masked CRC
+        OVERHEAD_BYTES "TFRECNP_OVERHEAD_BYTES"  # the header and the payload's masked CRC
     int TFRECNP_LONG
     int TFRECNP_SHORT
     uint32_t tfrecnp_shift_long[4][256]
@@ -173,8 +177,15 @@ cdef inline uint32_t masked(uint32_t c) noexcept nogil:
 
 cdef inline bint header_ok(const uint8_t *p) noexcept nogil:
     if use_hw:
-        return masked(tfrecnp_crc8_hw(p)) == load32(p + 8)
-    return masked(crc32c_of(p, 8)) == load32(p + 8)
+        return masked(tfrecnp_crc8_hw(p)) == load32(p + LENGTH_BYTES)
+    return masked(crc32c_of(p, LENGTH_BYTES)) == load32(p + LENGTH_BYTES)
+
+
+cdef inline bint payload_ok(const uint8_t *frame, uint64_t length) noexcept nogil:
+    """Whether the payload CRC of the frame at `frame` (its payload `length` bytes, the
+    whole frame in the buffer) checks."""
+    return (masked(crc32c_of(frame + HEADER_BYTES, length))
+            == load32(frame + HEADER_BYTES + length))
 
 
 cdef inline int frame_at(const uint8_t *base, Py_ssize_t pos, Py_ssize_t size,
@@ -182,12 +193,12 @@ cdef inline int frame_at(const uint8_t *base, Py_ssize_t pos, Py_ssize_t size,
     """S_LIMIT when a frame whose length CRC checks starts at pos (its 12 header bytes in
     the size bytes at base) and ends at or before limit, its payload length in length;
     else S_BAD_LENGTH_CRC, or S_NEED_MORE (have_length set when the length was read)."""
-    if size - pos < 12:
+    if size - pos < HEADER_BYTES:
         return S_NEED_MORE
     if not header_ok(base + pos):
         return S_BAD_LENGTH_CRC
     length[0] = load64(base + pos)
-    if limit - pos < 16 or length[0] > <uint64_t>(limit - pos - 16):
+    if limit - pos < OVERHEAD_BYTES or length[0] > <uint64_t>(limit - pos - OVERHEAD_BYTES):
         have_length[0] = True
         return S_NEED_MORE
     return S_LIMIT
@@ -251,7 +262,7 @@ def scan_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t limit,
             starts[n] = pos
             lengths[n] = <int64_t>length
             n += 1
-            pos += 16 + <Py_ssize_t>length
+            pos += OVERHEAD_BYTES + <Py_ssize_t>length
     return status, pos, n, (int(length) if have_length else -1)
 
 
@@ -261,12 +272,12 @@ def frame_ok(const uint8_t[::1] buf, int64_t length, bint check_crc=True) -> boo
     call. A caller that gets False reads the record again the long way, for the error."""
     cdef Py_ssize_t size = buf.shape[0]
     cdef bint ok = False
-    if length < 0 or size != 16 + length:
+    if length < 0 or size != OVERHEAD_BYTES + length:
         return False
     cdef const uint8_t *base = &buf[0]
     with nogil:
         if header_ok(base) and load64(base) == <uint64_t>length:
-            ok = not check_crc or masked(crc32c_of(base + 12, length)) == load32(base + 12 + length)
+            ok = not check_crc or payload_ok(base, length)
     return ok
 
 
@@ -295,7 +306,8 @@ def gather_payloads(const uint8_t[::1] buf, const int64_t[::1] starts,
         for i in range(n):  # every frame must lie inside buf and fit out before any copy
             start = starts[i]
             length = lengths[i]
-            if start < 0 or length < 0 or start > size or size - start < 16 + length or room - o < length:
+            if (start < 0 or length < 0 or start > size or size - start < OVERHEAD_BYTES + length
+                    or room - o < length):
                 invalid = True
                 break
             o += length
@@ -307,11 +319,11 @@ def gather_payloads(const uint8_t[::1] buf, const int64_t[::1] starts,
             for i in range(valid):
                 start = starts[i]
                 length = lengths[i]
-                if check_crc and masked(crc32c_of(src + start + 12, length)) != load32(src + start + 12 + length):
+                if check_crc and not payload_ok(src + start, length):
                     bad = i
                     break
                 if length:
-                    memcpy(dst + (offsets[i] - base), src + start + 12, length)
+                    memcpy(dst + (offsets[i] - base), src + start + HEADER_BYTES, length)
     if bad >= 0:
         return bad
     if invalid:
@@ -336,13 +348,13 @@ def find_frame(const uint8_t[::1] buf, Py_ssize_t pos) -> tuple:
         raise ValueError("negative position")
     cdef const uint8_t *base = &buf[0] if size else NULL
     with nogil:
-        while size - pos >= 12:
+        while size - pos >= HEADER_BYTES:
             if header_ok(base + pos):
                 length = load64(base + pos)
-                if size - pos < 16 or length > <uint64_t>(size - pos - 16):
+                if size - pos < OVERHEAD_BYTES or length > <uint64_t>(size - pos - OVERHEAD_BYTES):
                     status = S_NEED_MORE
                     break
-                if masked(crc32c_of(base + pos + 12, length)) == load32(base + pos + 12 + length):
+                if payload_ok(base + pos, length):
                     status = S_LIMIT
                     break
             pos += 1
@@ -367,16 +379,16 @@ def frame_payloads(const uint8_t[::1] payloads, const int64_t[::1] offsets, uint
             a = offsets[i]
             b = offsets[i + 1]
             length = b - a
-            if a < 0 or b < a or b > size or room - o < 16 + length:
+            if a < 0 or b < a or b > size or room - o < OVERHEAD_BYTES + length:
                 invalid = True
                 break
             store32(dst + o, <uint32_t>length)
             store32(dst + o + 4, <uint32_t>(length >> 32))
-            store32(dst + o + 8, masked(crc32c_of(dst + o, 8)))
+            store32(dst + o + LENGTH_BYTES, masked(crc32c_of(dst + o, LENGTH_BYTES)))
             if length:
-                memcpy(dst + o + 12, src + a, length)
-            store32(dst + o + 12 + length, masked(crc32c_of(src + a, length)))
-            o += 16 + length
+                memcpy(dst + o + HEADER_BYTES, src + a, length)
+            store32(dst + o + HEADER_BYTES + length, masked(crc32c_of(src + a, length)))
+            o += OVERHEAD_BYTES + length
     if invalid:
         raise ValueError(f"record {i}: offsets {a}..{b} do not fit the payload or output buffer")
     return o
@@ -497,14 +509,13 @@ def check_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t want,
             status = frame_at(base, pos, size, size, &length, &have_length)
             if status != S_LIMIT:
                 break
-            if check_crc and (masked(crc32c_of(base + pos + 12, length))
-                              != load32(base + pos + 12 + length)):
+            if check_crc and not payload_ok(base + pos, length):
                 bad_pos = pos
                 break
-            starts[first + n] = origin + pos + 12
-            ends[first + n] = origin + pos + 12 + <int64_t>length
+            starts[first + n] = origin + pos + HEADER_BYTES
+            ends[first + n] = origin + pos + HEADER_BYTES + <int64_t>length
             n += 1
-            pos += 16 + <Py_ssize_t>length
+            pos += OVERHEAD_BYTES + <Py_ssize_t>length
     return status, pos, n, (int(length) if have_length else -1), bad_pos
 
 

@@ -42,6 +42,18 @@ def available_memory() -> int | None:
     return found
 
 
+def read_only_map(arr: Any) -> tuple[np.memmap, mmap.mmap] | None:
+    """The read-only np.memmap that arr views (itself or a base of it) and that memmap's
+    mmap; None when arr views no such map."""
+    owner = arr
+    while owner is not None and not isinstance(owner, np.memmap):
+        owner = owner.base if isinstance(owner.base, np.ndarray) else None
+    m = getattr(owner, "_mmap", None) if owner is not None else None
+    if m is None or getattr(owner, "mode", None) != "r":
+        return None
+    return owner, m
+
+
 def page_releaser(arr: Any):
     """For an array backed by a read-only np.memmap: a function release(a, b) that hands the
     pages of rows a..b back to the page cache (MADV_DONTNEED), so they stop counting as this
@@ -49,12 +61,10 @@ def page_releaser(arr: Any):
     page loses nothing, the next access maps it again from the page cache."""
     if not hasattr(mmap, "MADV_DONTNEED") or not isinstance(arr, np.ndarray):
         return None
-    owner = arr
-    while owner is not None and not isinstance(owner, np.memmap):
-        owner = owner.base if isinstance(owner.base, np.ndarray) else None
-    m = getattr(owner, "_mmap", None) if owner is not None else None
-    if m is None or getattr(owner, "mode", None) != "r" or arr.ndim == 0:
+    mapped = read_only_map(arr)
+    if mapped is None or arr.ndim == 0:
         return None
+    m = mapped[1]
     if not arr.flags.c_contiguous:
         return None
     try:

@@ -95,6 +95,14 @@ def run_parallel(fn: Callable[[int], Any], count: int, workers: int) -> list:
     return results
 
 
+def close_iterator(items: Any) -> None:
+    """Close items when it can be closed (a generator, a file reader): its finally blocks
+    run now, in this thread, rather than whenever it is collected."""
+    close = getattr(items, "close", None)
+    if close is not None:
+        close()
+
+
 def run_ahead(items: Iterator, depth: int, fn: Callable | None = None) -> Iterator:
     """Iterate `items` (applying fn) in a background thread, at most `depth` results ahead.
     Exceptions surface in the caller; closing the returned generator stops the thread and
@@ -120,9 +128,7 @@ def run_ahead(items: Iterator, depth: int, fn: Callable | None = None) -> Iterat
         except BaseException as e:  # handed to the consumer, raised there
             put((_ERROR, e))
         finally:
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
+            close_iterator(items)
 
     def consume() -> Iterator:
         thread = threading.Thread(target=run, name="tfrecnp-prefetch", daemon=True)
@@ -168,9 +174,7 @@ def ordered_map(items: Iterator, fn: Callable, workers: int, depth: int = 0) -> 
         nonlocal closed
         if not closed:
             closed = True
-            close = getattr(items, "close", None)
-            if close is not None:
-                close()
+            close_iterator(items)
 
     def work() -> None:
         nonlocal taken, ended

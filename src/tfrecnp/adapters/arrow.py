@@ -25,9 +25,13 @@ def arrow_reader(
     empty: Callable[[], Mapping[str, Any]],
     *,
     text: Iterable[str] | bool = (),
+    batch_size: int | None = None,
 ) -> Any:
     """A RecordBatchReader of these batches (``empty()``: a batch of no rows, for the
-    schema of a stream with none). The first batch is read now, for the schema."""
+    schema of a stream with none). The first batch is read now, for the schema. With
+    batch_size, the Arrow batches are cut to that many rows (the last one fewer): each
+    batch given is made Arrow once, whole, and cut into slices (no Python work per column
+    and slice); only a slice that straddles two of them is copied."""
     pa = pyarrow()
     text = text if text is True else tuple(text or ())
     it = iter(batches)
@@ -35,7 +39,7 @@ def arrow_reader(
     head = to_arrow(first if first is not None else empty(), text=text)
     schema = head.schema
 
-    def stream() -> Iterator[Any]:
+    def whole() -> Iterator[Any]:
         try:
             if first is not None:
                 yield head
@@ -47,7 +51,38 @@ def arrow_reader(
             if close is not None:
                 close()
 
-    return pa.RecordBatchReader.from_batches(schema, stream())
+    stream = whole() if batch_size is None else _cut(whole(), batch_size)
+    return pa.RecordBatchReader.from_batches(schema, stream)
+
+
+def _cut(batches: Iterator[Any], size: int) -> Iterator[Any]:
+    """Record batches of `size` rows (the last one fewer) cut from these."""
+    pa = pyarrow()
+    if size < 1:
+        raise ValueError(f"batch_size must be a positive int, not {size!r}")
+    parts: list[Any] = []
+    have = 0
+    try:
+        for batch in batches:
+            start, n = 0, batch.num_rows
+            if parts and n:  # finish the straddling batch: a copy of its pieces
+                take = min(size - have, n)
+                parts.append(batch.slice(0, take))
+                have += take
+                start = take
+                if have == size:
+                    yield pa.concat_batches(parts)
+                    parts, have = [], 0
+            while n - start >= size:
+                yield batch.slice(start, size)
+                start += size
+            if start < n:
+                parts.append(batch.slice(start))
+                have += n - start
+        if parts:
+            yield parts[0] if len(parts) == 1 else pa.concat_batches(parts)
+    finally:
+        batches.close()
 
 
 def _conform(batch: Any, schema: Any) -> Any:

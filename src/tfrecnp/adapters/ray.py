@@ -2,9 +2,11 @@
 TFRecord files (`write`), through Ray's public Datasource / Datasink API. Ray schedules;
 tfrecnp reads, checks CRCs, decodes and encodes.
 
-read: one read task per file, or per range of records of a large uncompressed file whose
-index is known (a `.idx` sidecar, or a header-only scan of a local file, made once by the
-driver and shared with its tasks through Ray's object store). Each task reads its records
+read: one read task per file, or per range of records of a large file whose index is known
+(a `.idx` sidecar, or a header-only scan of a local file, made once by the driver and
+shared with its tasks through Ray's object store; a local GZIP / ZLIB file, with the gzip
+extra, once its inflate checkpoints are in their sidecar, where its tasks read them to
+start inflating near their records). Each task reads its records
 through `read_part`, the Dataset's block reader, which the caller above data/ hands in
 (the same sizing, pipelining, damage and image handling as a local pass), and hands Ray
 Arrow tables: dense columns as
@@ -47,9 +49,10 @@ from ..example.infer import infer_spec
 from ..example.spec import FixedLen, Raw, as_spec
 from ..example.write import Writer
 from ..example.write_shards import shard_name
+from ..format import inflate_index
 from ..format.damage import check_on_error
 from ..format.frames import OVERHEAD_BYTES
-from ..format.index import index_path
+from ..format.index import RecordIndex, index_path
 from ..format.paths import expand_paths
 from ..format.reader import file_compression, mean_frame_bytes, scan_file
 
@@ -139,9 +142,10 @@ class TFRecordDatasource(Datasource):
 
 def _shares(path: str, compression: str | None, task_bytes: int) -> list[_Share]:
     kind = file_compression(path, compression)
-    size = fs.size(path)
-    index = None
-    if kind is None and (fs.exists(index_path(path)) or not fs.is_url(path)):
+    index, size = None, fs.size(path)
+    if kind is not None:
+        index, size = _inflated_index(path, kind, size, task_bytes)
+    elif fs.exists(index_path(path)) or not fs.is_url(path):
         try:  # a sidecar, or a local header-only scan
             index = scan_file(path, compression=None)
         except CorruptRecordError:  # the read task meets it, and honours on_error
@@ -159,8 +163,32 @@ def _shares(path: str, compression: str | None, task_bytes: int) -> list[_Share]
     shares = []
     for a, b in itertools.pairwise(bounds):
         start, stop = int(index.offsets[a]), int(ends[b - 1])
-        shares.append(_Share(path, None, stop - start, b - a, (start, stop), a, shared))
+        shares.append(_Share(path, kind, stop - start, b - a, (start, stop), a, shared))
     return shares
+
+
+def _inflated_index(
+    path: str, kind: str, size: int, task_bytes: int
+) -> tuple[RecordIndex | None, int]:
+    """(index, decompressed size) of a GZIP / ZLIB file that tasks may split: local, with
+    the gzip extra, larger than task_bytes, its inflate checkpoints in a sidecar (made here
+    once: each task reads it rather than decompressing the file up to its records). Else
+    (None, compressed size): one task streams the whole file."""
+    if fs.is_url(path) or size <= task_bytes or not inflate_index.have_rapidgzip():
+        return None, size
+    try:
+        cp, walked = inflate_index.checkpoints_and_frames(path, kind)
+    except (CorruptRecordError, OSError):  # the read task meets it, and honours on_error
+        return None, size
+    if walked is None and cp.stored and cp.index:  # from the sidecars: the .idx or a scan
+        try:
+            found = scan_file(path, compression=kind)
+        except CorruptRecordError:
+            return None, size
+        walked = found.offsets, found.lengths
+    if walked is None or not cp.stored:  # damaged, or no sidecar the tasks could read
+        return None, size
+    return RecordIndex(path, *walked), cp.inflated_size
 
 
 def _read_fn(share: _Share, spec: Any, verify_crc: bool, on_error: str, read_part: ReadPart):

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.offsets import offsets_of
 from .._util.optional import require
 from ..example.columns import BytesColumn, Ragged
 from ..example.padding import LENGTH_SUFFIX, pad_lengths
@@ -152,9 +153,7 @@ def _bytes_parts(value: Any) -> tuple[bytes, np.ndarray]:
         offsets = value.offsets
         return value.data[int(offsets[0]) : int(offsets[-1])].tobytes(), offsets - offsets[0]
     flat = [bytes(v) for v in np.asarray(value, dtype=object).reshape(-1)]
-    offsets = np.zeros(len(flat) + 1, np.int64)
-    np.cumsum([len(v) for v in flat], out=offsets[1:])
-    return b"".join(flat), offsets
+    return b"".join(flat), offsets_of([len(v) for v in flat])
 
 
 def _rebuild(tf: Any, parts: tuple, col: Column) -> Any:

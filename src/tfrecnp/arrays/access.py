@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.memory import read_only_map
 from ..example.columns import (
     BytesColumn,
     Column,
@@ -100,12 +101,12 @@ def memmap_reference(arr: np.ndarray) -> tuple | None:
     """For a contiguous view of a read-only np.memmap: the arguments that map it again,
     (filename, dtype, offset, shape, order), so that it pickles as a reference to its
     file rather than as a copy of its bytes. None for anything else."""
-    owner = arr
-    while owner is not None and not isinstance(owner, np.memmap):
-        owner = owner.base if isinstance(owner.base, np.ndarray) else None
-    m = getattr(owner, "_mmap", None) if owner is not None else None
+    mapped = read_only_map(arr)
+    if mapped is None:
+        return None
+    owner, m = mapped
     filename = getattr(owner, "filename", None)
-    if m is None or filename is None or getattr(owner, "mode", None) != "r":
+    if filename is None:
         return None
     order = "C" if arr.flags.c_contiguous else "F" if arr.flags.f_contiguous else None
     if order is None:

@@ -724,7 +724,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .tfds import add_tfds  # TFDS folders: --split on inspect / head / convert (cli/tfds.py)
 
-    add_tfds(sub, show=summarize, jsonable=jsonable)
+    add_tfds(sub)
     return parser
 
 

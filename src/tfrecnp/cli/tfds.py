@@ -4,7 +4,8 @@
 path is a TFDS folder (it holds dataset_info.json and features.json, or version folders
 holding them) or a split is given; any other path goes to the command as before. The
 folder is read through `tfrecnp.data.tfds` (imported when a TFDS folder is met, so other
-commands stay light).
+commands stay light); what they print is made by `cli/show.py`'s helpers, as for every
+other command (tables, records, JSON values).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._util.text import format_count, format_size
+from .show import jsonable, record_lines, table_lines
 
 __all__ = ["add_tfds", "looks_like_tfds"]
 
@@ -37,17 +39,12 @@ def looks_like_tfds(path: str) -> bool:
     return any(version(os.path.join(path, c)) for c in os.listdir(path) if c[:1].isdigit())
 
 
-def add_tfds(sub: Any, *, show: Callable[[Any], str], jsonable: Callable[[Any], Any]) -> None:
+def add_tfds(sub: Any) -> None:
     """Give `inspect`, `head` and `convert` (subparsers of `sub`) a --split option and send
-    them here for a TFDS folder. show / jsonable: how `head` prints a value (the CLI's own
-    summaries, handed in so that this module need not import the one that imports it)."""
-
-    def head(args: argparse.Namespace) -> int:
-        return head_tfds(args, show, jsonable)
-
+    them here for a TFDS folder."""
     commands: dict[str, Callable[[argparse.Namespace], int]] = {
         "inspect": inspect_tfds,
-        "head": head,
+        "head": head_tfds,
         "convert": convert_tfds,
     }
     for name, command in commands.items():
@@ -110,31 +107,30 @@ def inspect_tfds(args: argparse.Namespace) -> int:
         }
         print(json.dumps(doc, ensure_ascii=False))
         return 0
-    print(f"{info.name} {info.version}  ({info.path})")
-    print("splits:")
+    total = sum(s.num_examples for s in info.splits.values())
+    print(f"{info.name} {info.version} ({info.path}): {format_count(total)} records, TFDS folder")
+    splits = [("split", "records", "shards", "size")]
     for name, s in info.splits.items():
         shards = len(s.shard_lengths)
-        print(
-            f"  {name}  {format_count(s.num_examples)} records  {shards} shard"
-            f"{'s' * (shards != 1)}, {format_size(s.num_bytes)}"
-        )
-    print("features:")
-    width = max(map(len, feats.leaves), default=0)
+        splits.append((name, format_count(s.num_examples), str(shards), format_size(s.num_bytes)))
+    print("\n".join(line.rstrip() for line in table_lines(splits)))
+    print("\nfeatures:")
+    rows = [("name", "TFDS feature", "notes")]
     for name, leaf in feats.leaves.items():
-        line = f"  {name.ljust(width)}  {leaf.describe()}"
+        notes = []
         if leaf.names is not None:
-            shown = ", ".join(leaf.names[:5]) + (", ..." if len(leaf.names) > 5 else "")
-            line += f"  [{shown}]"
+            notes.append(
+                "[" + ", ".join(leaf.names[:5]) + (", ...]" if len(leaf.names) > 5 else "]")
+            )
         if leaf.spec is None:
-            line += f"  (read as its wire features: {leaf.reason})"
-        print(line)
+            notes.append(f"read as its wire features: {leaf.reason}")
+        rows.append((name, leaf.describe(), "; ".join(notes)))
+    print("\n".join(line.rstrip() for line in table_lines(rows)))
     print(f"\nopen with tn.open({str(info.path)!r}, split={next(iter(info.splits), '')!r})")
     return 0
 
 
-def head_tfds(
-    args: argparse.Namespace, show: Callable[[Any], str], jsonable: Callable[[Any], Any]
-) -> int:
+def head_tfds(args: argparse.Namespace) -> int:
     """The first records of a split, as tfds.as_numpy gives them."""
     ds = _open(args.paths[0], args.split)
     n = min(args.n, len(ds))
@@ -145,10 +141,7 @@ def head_tfds(
     if not records:
         print("no records")
     for i, values in enumerate(records):
-        print(f"record {i} of split {ds.source.split!r}")
-        width = max(map(len, values), default=0)
-        for name, value in values.items():
-            print(f"  {name.ljust(width)}  {show(value)}")
+        print("\n".join(record_lines(f"record {i} of split {ds.source.split!r}", values)))
     return 0
 
 

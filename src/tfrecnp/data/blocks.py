@@ -22,6 +22,8 @@ decoded blocks alike.
 from __future__ import annotations
 
 import functools
+import math
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -32,12 +34,16 @@ from .._core import framing
 from .._util.sizing import records_per_batch
 from .._util.spares import Spares
 from ..example.columns import BytesColumn, Column, concat_columns, slice_column, take_column
+from ..example.spec import FixedLen, Raw
 from ..format.payloads import Origins, RecordBatch
 
 Batch = dict[str, Column]
 
 BLOCK_BYTES = 4 << 20  # payload bytes read and decoded together
 BLOCK_RECORDS = (1, 1 << 16)  # ... but at least / at most this many records per block
+# Large blocks of big records are read, checked and decoded this many payload bytes at a
+# time (`RowBlocks`): pieces decode side by side, each copied into place while in cache.
+PIECE_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -302,3 +308,126 @@ def _spans(
     offsets = np.concatenate([c.offsets for c in columns])
     at = firsts[which] + rows
     return [c.data for c in columns], which, offsets[at], offsets[at + 1]
+
+
+def fixed_rows(spec: Any) -> frozenset[str]:
+    """The columns of a spec whose rows have one shape and dtype in every batch (FixedLen
+    numbers, tn.Raw with a known shape): the ones `RowBlocks` writes into place."""
+    if not isinstance(spec, dict):
+        return frozenset()
+    fixed = set()
+    for name, feature in spec.items():
+        known = isinstance(feature, Raw) and feature.shape is not None and -1 not in feature.shape
+        if known or (isinstance(feature, FixedLen) and feature.dtype != "bytes"):
+            fixed.add(name)
+    return frozenset(fixed)
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A piece's decoded rows, where they go: rows first..first + n of the pass; `rest`
+    holds its columns not yet in place (None for those `RowBlocks.place` copied)."""
+
+    first: int
+    n: int
+    rest: dict[str, Any]
+    nbytes: int
+    origins: Origins | None
+
+    def rows(self, a: int, b: int) -> Piece:
+        rest = {k: None if c is None else slice_column(c, a, b) for k, c in self.rest.items()}
+        origins = self.origins.slice(a, b) if self.origins is not None else None
+        return Piece(self.first + a, b - a, rest, self.nbytes * (b - a) // max(self.n, 1), origins)
+
+
+class RowBlocks:
+    """Blocks of `block` rows put together from pieces decoded by several threads: each
+    thread copies its piece's fixed-shape columns (`names`) straight into their rows of
+    the block while they are still in its cache (`place`), so those columns of a block are
+    written once, by the decoding threads, in parallel; `blocks` then hands the blocks out
+    in order, the other columns of their pieces joined.
+
+    Pieces are numbered in the order they are read (`numbered`); a block's arrays come from
+    `spares` (the pages of blocks whose batches were dropped), made by whichever thread
+    places the first of its rows."""
+
+    def __init__(self, block: int, names: frozenset[str], spares: Spares):
+        self.block = block
+        self.names = names
+        self.spares = spares
+        self._arrays: dict[int, dict[str, np.ndarray]] = {}
+        self._lock = threading.Lock()
+
+    def numbered(self, pieces: Iterable[Any], size: Callable[[Any], int] = len) -> Iterator:
+        """(first row, piece) for each piece, rows counted by `size`."""
+        first = 0
+        for piece in pieces:
+            yield first, piece
+            first += size(piece)
+
+    def _array(self, k: int, name: str, col: np.ndarray) -> np.ndarray:
+        with self._lock:
+            arrays = self._arrays.setdefault(k, {})
+            out = arrays.get(name)
+            if out is None:
+                shape = (self.block, *col.shape[1:])
+                size = math.prod(shape) * col.dtype.itemsize
+                out = arrays[name] = self.spares.empty(size).view(col.dtype).reshape(shape)
+        if out.shape[1:] != col.shape[1:] or out.dtype != col.dtype:
+            raise RuntimeError(f"column {name!r} changed shape between pieces")
+        return out
+
+    def place(self, first: int, cols: Batch, nbytes: int, origins: Origins | None) -> Piece:
+        """Copy the piece's columns in `names` to rows first.. of their blocks; the Piece
+        that `blocks` takes (the other columns as they are)."""
+        n = len(next(iter(cols.values()))) if cols else 0
+        whole = n == self.block and first % self.block == 0  # the block itself: no copy
+        rest: dict[str, Any] = {}
+        for name, col in cols.items():
+            if whole or name not in self.names or not isinstance(col, np.ndarray):
+                rest[name] = col
+                continue
+            a = 0
+            while a < n:
+                k, r = divmod(first + a, self.block)
+                m = min(n - a, self.block - r)
+                np.copyto(self._array(k, name, col)[r : r + m], col[a : a + m])
+                a += m
+            rest[name] = None
+        return Piece(first, n, rest, nbytes, origins)
+
+    def blocks(self, pieces: Iterable[tuple[Piece, BaseException | None]]) -> Iterator[Block]:
+        """The blocks, in order, from the pieces in order (each already placed). A piece
+        that comes with an error ends the pass: the rows before it, then the error."""
+        parts: list[Piece] = []
+        have = 0
+        k = 0
+        for piece, error in pieces:
+            a = 0
+            while a < piece.n:
+                m = min(piece.n - a, self.block - have)
+                parts.append(piece if m == piece.n else piece.rows(a, a + m))
+                have += m
+                a += m
+                if have == self.block:
+                    yield self._join(k, parts, have)
+                    parts, have, k = [], 0, k + 1
+            if error is not None:
+                if have:
+                    yield self._join(k, parts, have)
+                raise error
+        if have:
+            yield self._join(k, parts, have)
+
+    def _join(self, k: int, parts: list[Piece], n: int) -> Block:
+        with self._lock:
+            arrays = self._arrays.pop(k, {})
+        cols: Batch = {}
+        for name, col in parts[0].rest.items():
+            if col is None:
+                cols[name] = arrays[name][:n]
+            else:
+                cols[name] = concat_columns([p.rest[name] for p in parts])
+        known = [p.origins for p in parts if p.origins is not None]
+        origins = Origins.concat(known) if len(known) == len(parts) else None
+        return Block(cols, n, sum(p.nbytes for p in parts), origins)

@@ -93,7 +93,8 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
         compression, records_per_shard, index, progress, verify, storage_options).
         Parquet -> TFRecords: those of `convert_arrow_files`.
         -> Parquet: those of `tn.open` and `select`, and text, row_group_bytes,
-        file_bytes, parquet_compression (default "zstd"), progress, overwrite.
+        file_bytes, parquet_compression (default "zstd"), progress, overwrite; the
+        output may be a URL too (storage_options serve both ends).
 
     Returns
     -------
@@ -138,6 +139,8 @@ def _to_parquet(src: Paths, dst: str | os.PathLike, options: dict[str, Any]) -> 
     ds = open(src, **open_options)
     if select is not None:
         ds = ds.select(select)
+    if "storage_options" in open_options:  # for an output URL too
+        options["storage_options"] = open_options["storage_options"]
     return save_parquet(ds, dst, **options)
 
 

@@ -41,7 +41,7 @@ from .._util.atomic import naming_write_errors
 from .._util.memory import available_memory
 from .._util.progress import Progress
 from .._util.text import format_count, format_size
-from .._util.threads import run_ahead
+from .._util.threads import close_iterator, run_ahead
 from ..arrays.sinks import ArraySink, output_format
 from ..errors import CorruptRecordError, MemoryBudgetError, TFRecordError
 from ..example.columns import BytesColumn, Column, Ragged, concat_columns, slice_column
@@ -82,6 +82,11 @@ class Dataset:
 
     def _mean_record_bytes(self) -> float:
         return self.source.mean_record_bytes(self._start, self._stop)
+
+    def _block_records(self, batch_size: int = 1) -> int:
+        """Records per decoded block for batches of batch_size: a byte budget over this
+        view's mean record size, a whole number of batches."""
+        return block_records(batch_size, self._mean_record_bytes())
 
     def estimate_nbytes(self) -> tuple[int, int]:
         """(estimated bytes of to_numpy's result, records decoded to estimate it)."""
@@ -240,9 +245,7 @@ class Dataset:
                 for b in blocks:
                     yield b if then is None else Block(then(b.cols, b.where), b.n, b.nbytes)
             finally:
-                close = getattr(blocks, "close", None)
-                if close is not None:
-                    close()
+                close_iterator(blocks)
 
         if not prefetch or (then is None and source.makes_ahead(start, stop, shuffle)):
             return produce()  # in this thread, or the source's own run ahead
@@ -271,7 +274,8 @@ class Dataset:
         batch_size : int
             Records per batch.
         shuffle : bool or int
-            False: file order. True: a permutation of all records (uncompressed files).
+            False: file order. True: a permutation of all records (read by position:
+            uncompressed files, or local GZIP / ZLIB ones with the gzip extra).
             N: records drawn at random through a buffer of N records fed from up to 8 files in
             turn, as tf.data's `shuffle(N)` (any file; holds up to about twice N records).
         seed : int, optional
@@ -311,7 +315,7 @@ class Dataset:
             return cols
 
         def generate() -> Iterator[Batch]:
-            block = block_records(batch_size, self._mean_record_bytes())
+            block = self._block_records(batch_size)
             blocks = self._blocks(
                 block,
                 shuffle=order,
@@ -327,7 +331,7 @@ class Dataset:
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         """Each record as {name: value}, in file order."""
-        block = block_records(1, self._mean_record_bytes())
+        block = self._block_records()
         for b in self._blocks(block):
             rows = [_row_values(col) for col in b.cols.values()]
             # dict(zip(names, values)) per record, with the loop in C
@@ -347,7 +351,7 @@ class Dataset:
         out: dict[str, Any] = {}
         parts: dict[str, list] = {}
         row = 0
-        for block in self._blocks(block_records(1, self._mean_record_bytes())):
+        for block in self._blocks(self._block_records()):
             k = block.n
             for name, col in block.cols.items():
                 if (
@@ -430,12 +434,10 @@ class Dataset:
         """
         from ..adapters.arrow import arrow_reader
 
-        if batch_size is None:
-            blocks = self._blocks(block_records(1, self._mean_record_bytes()))
-            batches: Iterable[Batch] = (self._as_batch(b.cols) for b in blocks)
-        else:
-            batches = self.batches(batch_size)
-        return arrow_reader(batches, self.source.empty, text=text)
+        # Whole blocks made Arrow, then cut to batch_size rows: Python work per block.
+        blocks = self._blocks(self._block_records())
+        batches: Iterable[Batch] = (self._as_batch(b.cols) for b in blocks)
+        return arrow_reader(batches, self.source.empty, text=text, batch_size=batch_size)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The Arrow C stream of `arrow_reader()`: DuckDB (``duckdb.sql("select ... from
@@ -508,7 +510,7 @@ class Dataset:
         bar = Progress(f"saving {os.fspath(out)}", total=total, total_bytes=size, enabled=progress)
         with naming_write_errors(out):
             try:
-                block = int(batch_size or block_records(1, self._mean_record_bytes()))
+                block = int(batch_size or self._block_records())
                 for b in self._blocks(block):
                     sink.write(b.cols)
                     bar.update(b.n, b.nbytes + OVERHEAD_BYTES * b.n)  # as files count
@@ -555,7 +557,7 @@ class Dataset:
         return to_tf(
             self,
             batch_size,
-            block=block_records(batch_size or 1, self._mean_record_bytes()),
+            block=self._block_records(batch_size or 1),
             shuffle=shuffle,
             seed=seed,
             drop_remainder=drop_remainder,
@@ -666,7 +668,7 @@ class ReadAhead:
         size, stride = len(ds), a - last[0]
         if a + n > size:
             return None
-        count = max(2, block_records(n, ds._mean_record_bytes()) // n)
+        count = max(2, ds._block_records(n) // n)
         starts = range(a, min(size, a + count * stride), stride)
         lengths = [min(n, size - s) for s in starts]
         ids = np.concatenate([np.arange(s, s + m) for s, m in zip(starts, lengths, strict=True)])

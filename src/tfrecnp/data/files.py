@@ -41,7 +41,7 @@ from ..errors import SALVAGE_HINT, CorruptRecordError, RandomAccessError
 from ..format import inflate_index
 from ..format.damage import DamagePolicy
 from ..format.frames import HEADER_BYTES, OVERHEAD_BYTES, length_crc_mismatch
-from ..format.index import RecordIndex
+from ..format.index import RecordIndex, write_index
 from ..format.inflate_index import Checkpoints, Inflated, SpanCache
 from ..format.payloads import LOC_BITS, LOC_MASK, Origins, RecordBatch
 from ..format.reader import RecordReader, file_compression, scan_file
@@ -173,6 +173,9 @@ class Files:
             cp, walked = inflate_index.checkpoints_and_frames(path, kind)
             self._checkpoints[f] = cp
             if walked is not None:
+                if cp.stored:  # the next open reads both sidecars instead of inflating again
+                    with contextlib.suppress(OSError):
+                        write_index(RecordIndex(path, *walked))
                 return walked
         if self.damage.raises:  # a sidecar may stand in for the scan
             index = scan_file(path, compression=kind)
@@ -194,6 +197,14 @@ class Files:
             cp = inflate_index.checkpoints_for(self.paths[f], self.kinds[f])
             self._checkpoints[f] = cp
         return cp
+
+    def reads_in_place(self, f: int) -> bool:
+        """Whether file f reads by position at the cost of the records read: uncompressed,
+        or compressed with checkpoints through its whole stream (in a damaged stream, a
+        read by position inflates from the start: fine for a record, not for every block)."""
+        if self.kinds[f] is None:
+            return True
+        return self.inflatable and bool(self._checkpoints_of(f).index)
 
     def inflated(self, f: int) -> Inflated:
         """Positioned reads of compressed file f's decompressed stream (this process's;

@@ -11,14 +11,16 @@ places through a pool of N rows. Columns are `tfrecnp.example.arrow`'s (``from_a
 lists are Ragged, strings bytes; a column TFRecord cannot hold is refused when opened,
 naming it. IPC files are memory-mapped: their numbers are views of the map.
 
-Writing (`save_parquet`): batches of a row group's rows (about ROW_GROUP_BYTES decoded)
-appended to one file, or to part files of about ``file_bytes`` each in a folder; written
-under hidden names and renamed when complete. Memory: a row group and the blocks behind it.
+Writing (`save_parquet`): row groups of about ROW_GROUP_BYTES of decoded data, each made of
+the decoded blocks that hold it (not joined first), appended to one file, or to part files
+of about ``file_bytes`` each in a folder; local or at a URL (uploaded as written); under
+hidden names, renamed when complete. Memory: a row group, its encoding, the blocks behind.
 """
 
 from __future__ import annotations
 
 import bisect
+import math
 import os
 import shutil
 import threading
@@ -30,7 +32,6 @@ import numpy as np
 from .._util import fs
 from .._util.atomic import deferred_interrupt, hidden_sibling, naming_write_errors
 from .._util.progress import Progress
-from .._util.sizing import records_per_batch
 from .._util.text import format_count
 from ..example.arrow import from_arrow, pyarrow, spec_of_arrow
 from ..example.columns import concat_columns, take_column
@@ -46,7 +47,10 @@ PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
 IPC_SUFFIXES = (".arrow", ".feather", ".ipc")
 PARQUET_MAGIC = b"PAR1"
 IPC_MAGIC = b"ARROW1"
-ROW_GROUP_BYTES = 64 << 20  # decoded bytes per row group written: big enough for scans ...
+# Decoded bytes per row group written: big enough for scans (hundreds of thousands of small
+# rows), small enough that the group, its encoding and the blocks read behind it stay in
+# a few hundred MiB ...
+ROW_GROUP_BYTES = 32 << 20
 ROW_GROUP_ROWS = (64, 1 << 20)  # ... within these many rows (64 images of 1 MiB: a group)
 SAMPLE_ROWS = 1024  # rows decoded to estimate sizes
 
@@ -398,77 +402,149 @@ def save_parquet(
     compression: str = "zstd",
     progress: bool = True,
     overwrite: bool = False,
+    storage_options: dict | None = None,
 ) -> str:
     """Write a Dataset as Parquet: one file, or (file_bytes given, or `out` ending in "/")
     a folder of part files ``part-00000.parquet`` ... of about file_bytes each. Row groups
     hold about row_group_bytes of decoded data (file_bytes too counts decoded bytes: a part
     file is that or less on disk). Streams; the output appears when complete. text: bytes
-    features written as Parquet strings (UTF-8). Returns its path."""
-    import pyarrow.parquet as pq
-
-    if fs.is_url(out):
-        raise ValueError(
-            f"{out}: Parquet is written to local files; write it here, then upload the "
-            "file or folder (pyarrow.fs or fsspec's put)"
-        )
-    target = os.fspath(out)
-    folder = file_bytes is not None or target.endswith(("/", os.sep))
-    target = target.rstrip("/" + os.sep) if folder else target
+    features written as Parquet strings (UTF-8). `out` may be a URL of any fsspec
+    filesystem (storage_options for it): each file is uploaded as it is written, in parts,
+    under a hidden name, and moved into place when all are complete. Returns its path."""
+    target = fs.resolve(out, storage_options)
+    remote = fs.is_url(target)
+    folder = file_bytes is not None or str(target).endswith(("/", os.sep))
+    if folder:
+        target = fs.like(target, str(target).rstrip("/" + os.sep))
     if fs.exists(target) and not overwrite:
         raise FileExistsError(f"{target} exists; pass overwrite=True to replace it")
-    rows = records_per_batch(row_group_bytes, ds._mean_record_bytes(), ROW_GROUP_ROWS)
     total, _ = ds.source.progress_totals(ds._start, ds._stop)
     bar = Progress(f"writing {target}", total=total, enabled=progress)
-    reader = ds.arrow_reader(rows, text=text)
+    reader = ds.arrow_reader(text=text)  # decoded blocks as they come, zero-copy
     build = hidden_sibling(target)
     made: list[Any] = []
-    writer = None
+    part: _Part | None = None
     written = 0
 
-    def part() -> Any:
+    def next_part() -> _Part:
         if not folder:
-            return build
-        if not made:
-            os.makedirs(build)
-        return os.path.join(build, f"part-{len(made):05d}.parquet")
+            path = build
+        else:
+            if not made and not remote:
+                os.makedirs(build)
+            path = fs.join(build, f"part-{len(made):05d}.parquet")
+        made.append(path)
+        return _Part(path, reader.schema, compression)
 
     with naming_write_errors(target):
         try:
-            for batch in reader:
-                if writer is None:
-                    path = part()
-                    made.append(path)
-                    writer = pq.ParquetWriter(path, reader.schema, compression=compression)
+            for group in _row_groups(reader, row_group_bytes):
+                if part is None:
+                    part = next_part()
                     written = 0
-                writer.write_batch(batch, row_group_size=max(1, batch.num_rows))
-                written += batch.nbytes
-                bar.update(batch.num_rows, batch.nbytes)
+                part.writer.write_table(group, row_group_size=group.num_rows)
+                written += group.nbytes
+                bar.update(group.num_rows, group.nbytes)
+                del group  # not held while the next one gathers
                 if folder and file_bytes is not None and written >= file_bytes:
-                    writer.close()
-                    writer = None
-            if writer is None and not made:  # no records: a file of the schema
-                path = part()
-                made.append(path)
-                pq.write_table(reader.schema.empty_table(), path)
-            if writer is not None:
-                writer.close()
+                    part.close()
+                    part = None
+            if part is None and not made:  # no records: a file of the schema
+                part = next_part()
+                part.writer.write_table(reader.schema.empty_table())
+            if part is not None:
+                part.close()
+                part = None
             with deferred_interrupt():
-                if overwrite and os.path.exists(target):
-                    _remove(target)
-                os.replace(build, target)
+                _publish(build, target, made if folder else None, overwrite)
         except BaseException:
-            if writer is not None:
-                writer.close()
-            if os.path.exists(build):
-                _remove(build)
+            if part is not None:
+                part.abort()
+            _remove(build)
             raise
         finally:
             bar.close()
     return str(target)
 
 
-def _remove(path: str) -> None:
-    if os.path.isdir(path):
+def _row_groups(reader: Any, nbytes: int) -> Iterator[Any]:
+    """The reader's batches gathered into tables of about `nbytes` of Arrow data (within
+    ROW_GROUP_ROWS rows), made of the batches' slices: a row group is written from the
+    decoded blocks that hold it, never first joined into one batch (a copy, and a second
+    row group's worth of memory). Sized by the decoded bytes, not the records' size on
+    disk: a varint takes a byte or two, its int64 eight."""
+    pa = pyarrow()
+    least, most = ROW_GROUP_ROWS
+    parts: list[Any] = []
+    rows = size = 0
+    for batch in reader:
+        while batch.num_rows:
+            per_row = max(batch.nbytes / batch.num_rows, 1.0)
+            want = max(least - rows, math.ceil((nbytes - size) / per_row), 1)
+            take = min(batch.num_rows, want, most - rows)
+            parts.append(batch.slice(0, take))
+            rows, size = rows + take, size + take * per_row
+            batch = batch.slice(take)
+            if rows >= most or (size >= nbytes and rows >= least):
+                yield pa.Table.from_batches(parts, reader.schema)
+                parts, rows, size = [], 0, 0
+    if rows:
+        yield pa.Table.from_batches(parts, reader.schema)
+
+
+class _Part:
+    """One Parquet file being written: a local path, or an upload to a URL in parts."""
+
+    def __init__(self, path: Any, schema: Any, compression: str):
+        import pyarrow.parquet as pq
+
+        self.file = fs.open_write(path) if fs.is_url(path) else None
+        sink = self.file if self.file is not None else os.fspath(path)
+        self.writer = pq.ParquetWriter(sink, schema, compression=compression)
+
+    def close(self) -> None:
+        self.writer.close()
+        if self.file is not None:
+            self.file.close()  # the upload completes
+
+    def abort(self) -> None:
+        try:
+            self.writer.close()
+        finally:
+            if self.file is not None:
+                fs.discard(self.file)  # an S3 multipart upload is aborted, never seen
+
+
+def _publish(build: Any, target: Any, parts: list[Any] | None, overwrite: bool) -> None:
+    """Move the finished output into place: one rename locally; on an object store (no
+    rename of folders) file by file, an old output removed first."""
+    if not fs.is_url(target):
+        if overwrite and os.path.exists(target):
+            _remove(target)
+        os.replace(build, target)
+        return
+    if overwrite and fs.exists(target):
+        if fs.isdir(target):
+            fs.remove_tree(target)
+        else:
+            fs.remove(target)
+    if parts is None:
+        fs.replace(build, target)
+        return
+    for path in parts:
+        fs.replace(path, fs.join(target, fs.basename(path)))
+    _remove(build)
+
+
+def _remove(path: Any) -> None:
+    """Delete a file or folder, local or remote, if it exists."""
+    if fs.is_url(path):
+        if fs.exists(path):
+            if fs.isdir(path):
+                fs.remove_tree(path)
+            else:
+                fs.remove(path)
+    elif os.path.isdir(path):
         shutil.rmtree(path)
-    else:
+    elif os.path.lexists(path):
         os.remove(path)

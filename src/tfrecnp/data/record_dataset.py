@@ -3,25 +3,29 @@
 - ``len(ds)`` counts records from an index of frame offsets: a header-only scan that seeks
   over payloads, or the files' ``.idx`` sidecars (compressed files are decompressed once).
 - ``ds[i]``, ``ds[a:b]`` and ``ds[[i, j]]`` read just those records with positioned reads,
-  so they need uncompressed files (`RandomAccessError` otherwise).
+  in uncompressed files, and in GZIP / ZLIB ones through their inflate checkpoints (local
+  files with the gzip extra; `RandomAccessError` otherwise).
 - Blocks are read and decoded by the compiled core without the GIL. ``shuffle=True``
-  permutes every record (uncompressed files); ``shuffle=N`` draws records through a pool
+  permutes every record (read by position, as above); ``shuffle=N`` draws records through a pool
   of N fed from up to 8 files in turn (any file); payloads are shuffled before they are
   decoded, as tf.data does.
 
 A pass over a whole dataset streams its files and needs no index; views and reads by
-position use the index. Payload CRCs are checked as records are copied out of their frames,
+position use the index (a view of a compressed file that has no sound checkpoints streams
+it from its start). Payload CRCs are checked as records are copied out of their frames,
 and errors name the file, the record's number in it and its byte offset.
 """
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from .._util import fs
+from .._util.spares import Spares
 from .._util.text import format_count
 from .._util.threads import CPUS, ordered_map, run_ahead
 from ..errors import CorruptRecordError
@@ -33,7 +37,15 @@ from ..format.frames import FOOTER_BYTES, HEADER_BYTES, OVERHEAD_BYTES
 from ..format.index import RecordIndex
 from ..format.payloads import RecordBatch
 from ..format.reader import RecordReader, mean_frame_bytes
-from .blocks import Block, block_records, shuffle_records
+from .blocks import (
+    PIECE_BYTES,
+    Block,
+    Piece,
+    RowBlocks,
+    block_records,
+    fixed_rows,
+    shuffle_records,
+)
 from .dataset import Batch, Dataset, _nbytes
 from .files import Files, read_one, read_rows, read_span
 from .gather import gather, gather_range, rebatch
@@ -47,7 +59,11 @@ SHUFFLE_READ_BLOCKS = 16  # shuffle=True reads this many blocks' records at once
 CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
 # The measurements behind the next two: benchmarks/CONSTANTS.md, under their names.
 CREW = 2  # small records in file order: two threads, each reading then decoding a block
+_BLOCK_SPARES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per source
 BIG_RECORD_BYTES = 4 << 10  # from here copies and CRCs weigh as much as decoding
+# Big records: a block up to this size is read and decoded whole, by one crew member (no
+# copy); a larger one in pieces of PIECE_BYTES, put in place by the members side by side.
+WHOLE_BLOCK_BYTES = 32 << 20
 
 
 class RecordDataset(Dataset):
@@ -232,15 +248,15 @@ class RecordSource(Source):
         ahead: int = 0,
     ) -> Iterator[Block]:
         big = self.mean_record_bytes(start, stop) >= BIG_RECORD_BYTES
-        crew = bool(ahead) and self.makes_ahead(start, stop, shuffle)  # see CREW
-        positioned = crew and big  # each crew member reads its own block, by position
+        if ahead and big and self._in_pieces(shuffle):
+            yield from self._piece_blocks(start, stop, block, ahead, threads)
+            return
+        crew = bool(ahead) and not big and self.makes_ahead(start, stop, shuffle)  # see CREW
         rng = shuffle.rng()
         if shuffle.kind == "all":
             raw = self._global_shuffle(start, stop, block, rng)
         elif shuffle.kind == "buffer":
             raw = self._interleaved(start, stop, block, rng)
-        elif positioned:
-            raw = self._spans(start, stop, block)
         else:  # big records are decoded where they were read, in their frames
             raw = self._stream_batches(start, stop, block, framed=big)
         pool = shuffle.kind == "buffer"  # shuffle payloads, then decode
@@ -266,8 +282,7 @@ class RecordSource(Source):
 
         if crew:
             threads = max(1, CPUS // CREW) if threads is None else threads
-            work = (lambda span: decode(self._frames_at(*span))) if positioned else decode
-            stages.append(ordered_map(stages[-1], work, CREW, max(CREW, ahead)))
+            stages.append(ordered_map(stages[-1], decode, CREW, max(CREW, ahead)))
         else:
             stages.append(map(decode, stages[-1]))
         try:
@@ -283,17 +298,61 @@ class RecordSource(Source):
                     close()
 
     def makes_ahead(self, start: int, stop: int | None, shuffle: Shuffle) -> bool:
-        """The crew: small records in file order, and big ones read by position."""
-        if shuffle.kind != "none":
-            return False
-        return self.mean_record_bytes(start, stop) < BIG_RECORD_BYTES or self.by_position()
+        """The crew: small records in file order, and big ones in pieces."""
+        if self.mean_record_bytes(start, stop) >= BIG_RECORD_BYTES:
+            return self._in_pieces(shuffle)
+        return shuffle.kind == "none"
+
+    def _in_pieces(self, shuffle: Shuffle) -> bool:
+        """Whether big records go through `_piece_blocks`: in file order, damage raising
+        (skipping it changes a piece's rows after it was numbered)."""
+        return shuffle.kind == "none" and self.files.damage.raises
+
+    def _piece_blocks(
+        self, start: int, stop: int | None, block: int, ahead: int, threads: int | None
+    ) -> Iterator[Block]:
+        """Blocks of big records read, checked and decoded by the crew: blocks up to
+        WHOLE_BLOCK_BYTES one per member, larger ones (large batches of big records) a
+        piece (PIECE_BYTES) at a time, each member copying its piece's fixed-shape columns
+        into their rows of the block (`RowBlocks`) while the piece is in its cache. So a
+        large batch neither waits for one thread to read and decode its whole block nor
+        holds a thread's worth of such blocks."""
+        threads = max(1, CPUS // CREW) if threads is None else threads  # per member
+        size = block * self.mean_record_bytes(start, stop)
+        fixed = fixed_rows(self.spec)
+        whole = size <= WHOLE_BLOCK_BYTES or len(fixed) < len(feature_names(self.spec))
+        pieces = 1 if whole else round(size / PIECE_BYTES)  # bytes and ragged columns
+        piece = -(-block // pieces)  # would be joined by a copy: their blocks stay whole
+        spares = _BLOCK_SPARES.get(self)
+        if spares is None:  # blocks' pages apart from read buffers: sizes differ, and
+            spares = _BLOCK_SPARES[self] = Spares(limit=8)  # a Spares drops smaller ones
+        rows = RowBlocks(block, fixed, spares)
+        if self.by_position():  # each member reads its own piece
+            items = rows.numbered(self._spans(start, stop, piece), lambda s: s[2] - s[1])
+        else:  # the stream is read under the crew's lock, a piece at a time
+            items = rows.numbered(self._stream_batches(start, stop, piece, framed=True))
+
+        def work(item: tuple[int, Any]) -> tuple[Piece, CorruptRecordError | None]:
+            first, got = item
+            r, damage = (self._frames_at(*got) if isinstance(got, tuple) else got).verify()
+            cols = self._decode(r, threads) if len(r) else {}
+            return rows.place(first, cols, r.nbytes, r.origins), damage
+
+        depth = max(2 * CREW, ahead * -(-block // piece))  # pieces: up to `ahead` blocks
+        done = ordered_map(items, work, CREW, depth)
+        try:
+            yield from rows.blocks(done)
+        finally:
+            done.close()
 
     def by_position(self) -> bool:
         """Whether blocks may be read by position, each in the thread that decodes it:
-        uncompressed files already indexed, damage raising (skipping it needs the
-        stream's resynchronising walk)."""
+        files already indexed that read in place (uncompressed, or compressed with sound
+        checkpoints), damage raising (skipping it needs the stream's resynchronising walk)."""
         files = self.files
-        return files.seekable and files.indexed and files.damage.raises
+        if not (files.indexed and files.damage.raises):
+            return False
+        return files.seekable or all(files.reads_in_place(f) for f in range(len(files.paths)))
 
     def _spans(self, start: int, stop: int | None, block: int) -> Iterator[tuple[int, int, int]]:
         """(file, first, stop) record numbers within each file, a block at a time (a
@@ -305,7 +364,11 @@ class RecordSource(Source):
     def _frames_at(self, f: int, a: int, b: int) -> RecordBatch:
         """Records a..b of file f, read by position and left in their frames (their
         headers checked against the index; payload CRCs left to RecordBatch.verify)."""
-        return read_span(self.files, f, a, b)
+        frames = read_span(self.files, f, a, b)
+        off, ln = self.files.file_index(f)
+        if b > a and int(off[b - 1] + ln[b - 1]) + OVERHEAD_BYTES - int(off[a]) == len(frames.data):
+            frames.offset = int(off[a])  # as in the file: a CRC error names the frame's offset
+        return frames
 
     def _file_pieces(self, start: int, stop: int | None) -> list[tuple[int, int, int]]:
         """(file, first, last) record numbers within each file for this view's range."""
@@ -339,8 +402,11 @@ class RecordSource(Source):
             else:
                 yield from reader.batches(batch_size)
             return
-        if files.seekable:
-            start, stop = self.span(start, stop)
+        files.index()  # a view: its records are numbered
+        if files.seekable or all(
+            files.reads_in_place(f) for f, _, _ in self._file_pieces(start, stop)
+        ):
+            start, stop = self.span(start, stop)  # read by position, not from each file's start
             spans = (
                 gather_range(self.files, a, min(stop, a + batch_size))
                 for a in range(start, stop, batch_size)
@@ -397,7 +463,7 @@ class RecordSource(Source):
         """Records a..b of file f (b=None: to its end, read as a stream without an index),
         `chunk` records at a time."""
         files = self.files
-        if files.kinds[f] is None and b is not None:
+        if b is not None and files.reads_in_place(f):
             for x in range(a, b, chunk):
                 yield gather(files, [(read_span(files, f, x, min(b, x + chunk)), None)])
             return

@@ -20,6 +20,7 @@ prepared with ``disable_shuffling``). Where that order is a run of records in fi
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -35,10 +36,10 @@ from .._util import fs
 from ..errors import CorruptRecordError, SchemaError
 from ..example.infer import infer_spec
 from ..example.spec import Feature, VarLen, kind_of
-from ..example.tfds_features import TfdsFeatures, parse_features
+from ..example.tfds_features import Joined, TfdsFeatures, parse_features
 from .blocks import Block, shuffle_blocks
 from .dataset import Dataset
-from .record_dataset import RecordSource
+from .record_dataset import RecordSource, read_blocks
 from .source import Shuffle, Source
 
 __all__ = ["TfdsDataset", "TfdsInfo", "TfdsSource", "is_tfds_folder", "open_tfds", "read_info"]
@@ -320,10 +321,21 @@ def read_order(
 # --- the source -----------------------------------------------------------------------------
 
 
+def wire_spec(spec: dict[str, Feature]) -> dict[str, Feature]:
+    """The spec the record source reads for `spec`: each `Joined` feature replaced by the
+    wire features it is made of."""
+    out: dict[str, Feature] = {}
+    for name, f in spec.items():
+        out.update(f.reads(name) if isinstance(f, Joined) else {name: f})
+    return out
+
+
 class TfdsSource(Source):
     """Records of a TFDS split, in TFDS's order, read through a `RecordSource` over the
     split's shards. `order` maps this source's record numbers to the record source's (None:
-    records offset..offset + count of it, in file order)."""
+    records offset..offset + count of it, in file order). `spec`: the features served,
+    where `Joined` ones (read through several wire features, `wire_spec`) are joined here
+    after the record source decoded their parts."""
 
     def __init__(
         self,
@@ -335,11 +347,13 @@ class TfdsSource(Source):
         count: int = 0,
         order: np.ndarray | None = None,
         files_records: int = 0,
+        spec: dict[str, Feature] | None = None,
     ):
         self.inner = inner
         self.info = info
         self.split = split
-        self.spec = inner.spec
+        self.spec = inner.spec if spec is None else spec
+        self.joins = {n: f for n, f in self.spec.items() if isinstance(f, Joined)}
         self.offset = offset
         self._count = count if order is None else len(order)
         self.order = order
@@ -347,14 +361,24 @@ class TfdsSource(Source):
 
     def select(self, spec: Any) -> TfdsSource:
         return TfdsSource(
-            self.inner.select(spec),
+            self.inner.select(wire_spec(spec)),
             self.info,
             self.split,
             offset=self.offset,
             count=self._count,
             order=self.order,
             files_records=self.files_records,
+            spec=spec,
         )
+
+    def _joined(self, cols: dict, where: Any = None) -> dict:
+        """The batch the spec promises: Joined features made of their wire columns."""
+        if not self.joins:
+            return cols
+        return {
+            name: self.joins[name].join(name, cols, where) if name in self.joins else cols[name]
+            for name in self.spec
+        }
 
     def count(self) -> int:
         return self._count
@@ -381,7 +405,7 @@ class TfdsSource(Source):
         return self.inner.may_read_ahead()
 
     def empty(self) -> dict:
-        return self.inner.empty()
+        return self._joined(self.inner.empty())
 
     def _inner_range(self, start: int, stop: int | None) -> tuple[int, int | None]:
         """A view's range in the record source's numbers (file order only); None: to the
@@ -396,16 +420,19 @@ class TfdsSource(Source):
         return self.order[ids] if self.order is not None else ids + self.offset
 
     def read_one(self, i: int) -> dict[str, Any]:
+        if self.joins:
+            cols = self.read_ids(np.array([i], np.int64), "ds[i]")
+            return {name: col[0] for name, col in cols.items()}
         return self.inner.read_one(int(self._ids(np.array([i]))[0]))
 
     def read_span(self, a: int, b: int) -> dict:
         if self.order is None:
             self.inner.count()
-            return self.inner.read_span(self.offset + a, self.offset + b)
-        return self.inner.read_ids(self.order[a:b], f"ds[{a}:{b}]")
+            return self._joined(self.inner.read_span(self.offset + a, self.offset + b))
+        return self._joined(self.inner.read_ids(self.order[a:b], f"ds[{a}:{b}]"))
 
     def read_ids(self, ids: np.ndarray, what: str) -> dict:
-        return self.inner.read_ids(self._ids(ids), what)
+        return self._joined(self.inner.read_ids(self._ids(ids), what))
 
     def makes_ahead(self, start: int, stop: int | None, shuffle: Shuffle) -> bool:
         if self.order is None:
@@ -437,7 +464,12 @@ class TfdsSource(Source):
     ) -> Iterator[Block]:
         if self.order is None:
             a, b = self._inner_range(start, stop)
-            yield from self.inner.blocks(a, b, block, shuffle, threads=threads, ahead=ahead)
+            blocks = self.inner.blocks(a, b, block, shuffle, threads=threads, ahead=ahead)
+            if not self.joins:
+                yield from blocks
+                return
+            for b_ in blocks:
+                yield dataclasses.replace(b_, cols=self._joined(b_.cols, b_.where))
             return
         a, b = self.span(start, stop)
         if shuffle.kind == "all":
@@ -447,7 +479,7 @@ class TfdsSource(Source):
 
         def in_order() -> Iterator[Block]:
             for x in range(0, len(ids), block):
-                cols = self.inner.read_ids(self.order[ids[x : x + block]], "batches()")
+                cols = self.read_ids(ids[x : x + block], "batches()")
                 yield Block(cols, len(next(iter(cols.values()), ())))
 
         if shuffle.kind == "buffer":
@@ -482,9 +514,37 @@ class TfdsDataset(Dataset):
         )
 
     def to_ray(self, **options: Any) -> Any:
-        raise NotImplementedError(
-            "to_ray on a TFDS folder is not supported yet; convert it first "
-            "(tn.open(dir, split=...).save('out.parquet')) or use tfrecnp.ray.read on its shards"
+        """A ray.data.Dataset of the split's records: tfrecnp.ray.read of its shards with
+        this spec (options as there: task_bytes, preserve_order, ray_remote_args). Whole
+        splits of whole shards only, and records come shard after shard (TFDS's
+        ``shuffle_files=False`` order where the folder was prepared with disable_shuffling,
+        else in another order than as_dataset's interleave: Ray schedules the shards)."""
+        source = self.source
+        joined = sorted(source.joins)
+        if joined:
+            raise ValueError(
+                f"to_ray: TFDS feature{'s' * (len(joined) > 1)} {', '.join(map(repr, joined))} "
+                "join several wire features of a record, which Ray's read tasks do not; "
+                f"leave {'them' if len(joined) > 1 else 'it'} out (ds.select([...]).to_ray()), "
+                "or save the split first (ds.save('out.parquet')) and read that in Ray"
+            )
+        if not self._whole() or source.count() != source.files_records:
+            raise ValueError(
+                f"to_ray reads whole shards; split {source.split!r} of {source.info.name} "
+                "takes part of one: open a whole split (split='train'), take the part in Ray "
+                "(.limit(n), .split(k)), or save the slice first (ds.save('out.parquet'))"
+            )
+        from ..adapters.ray import read
+
+        files = source.inner.files
+        return read(
+            files.paths,
+            source.inner.spec,
+            read_part=read_blocks,
+            compression=files.compression,
+            verify_crc=files.verify_crc,
+            on_error=files.on_error,
+            **options,
         )
 
 
@@ -566,7 +626,7 @@ def open_tfds(
             f"its wire features ({keys}) instead",
             stacklevel=3,
         )
-    inner = RecordSource.of(paths, spec, verify_crc=verify_crc, on_error=on_error)
+    inner = RecordSource.of(paths, wire_spec(spec), verify_crc=verify_crc, on_error=on_error)
     cycle = 1 if info.disable_shuffling else INTERLEAVE_CYCLE
     firsts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
     runs = [(int(firsts[f]) + skip, take) for f, skip, take in pieces]
@@ -575,9 +635,17 @@ def open_tfds(
     if (len(pieces) == 1 or cycle == 1) and contiguous:
         offset = runs[0][0] if runs else 0
         source = TfdsSource(
-            inner, info, split, offset=offset, count=total, files_records=int(firsts[-1])
+            inner,
+            info,
+            split,
+            offset=offset,
+            count=total,
+            files_records=int(firsts[-1]),
+            spec=spec,
         )
     else:
         order = read_order(lengths, pieces, cycle, INTERLEAVE_BLOCK)
-        source = TfdsSource(inner, info, split, order=order)
+        source = TfdsSource(
+            inner, info, split, order=order, files_records=int(firsts[-1]), spec=spec
+        )
     return TfdsDataset(source)  # type: ignore[arg-type]

@@ -25,12 +25,15 @@ pyarrow is imported on first use (``pip install 'tfrecnp[arrow]'``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+import sys
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 
 from .._util.optional import require
+from .._util.sizing import records_per_batch
 from ..errors import SchemaError
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from .image import Image
@@ -41,6 +44,7 @@ __all__ = [
     "column_from_arrow",
     "from_arrow",
     "pyarrow",
+    "record_batches",
     "spec_of_arrow",
     "to_arrow",
     "to_arrow_array",
@@ -48,8 +52,9 @@ __all__ = [
 
 
 def pyarrow() -> Any:
-    """The pyarrow module, or ImportError naming the extra."""
-    return require("pyarrow", "arrow")
+    """The pyarrow module, or ImportError naming the extra (looked up in sys.modules
+    first: batches call this per column)."""
+    return sys.modules.get("pyarrow") or require("pyarrow", "arrow")
 
 
 # --- columns -> Arrow ----------------------------------------------------------------------
@@ -73,16 +78,26 @@ def to_arrow(columns: Mapping[str, Any], *, text: Iterable[str] | bool = ()) -> 
 
 
 def to_arrow_array(col: Any, *, name: str = "", text: bool = False) -> Any:
-    """One column as an Arrow array."""
+    """One column as an Arrow array (its buffers wrapped, not copied, where the layouts
+    agree: see the module docstring)."""
     pa = pyarrow()
+    if type(col) is np.ndarray and col.dtype.kind in "iuf":
+        # The common case first, in few calls: per-batch Python work is what this door costs.
+        return _fixed_lists(_wrap(col.reshape(-1)), col.shape)
     if isinstance(col, (LazyRagged, LazyBytes)):
         col = col[0 : len(col)]
     if isinstance(col, Ragged):
-        splits = np.asarray(col.row_splits)
-        if splits.dtype != np.int64:
-            splits = splits.astype(np.int64)
+        splits = col.row_splits
+        if type(splits) is not np.ndarray or splits.dtype != np.int64:
+            splits = np.asarray(splits, np.int64)
         values = to_arrow_array(col.values, name=name, text=text)
-        return pa.LargeListArray.from_arrays(_wrap(splits, pa.int64()), values)
+        # Arrow's large-list offsets are int64 row splits: wrapped, not copied.
+        return pa.Array.from_buffers(
+            pa.large_list(values.type),
+            len(splits) - 1,
+            [None, pa.py_buffer(np.ascontiguousarray(splits))],
+            children=[values],
+        )
     if isinstance(col, BytesColumn):
         data = pa.py_buffer(np.ascontiguousarray(col.data))
         offsets = pa.py_buffer(np.ascontiguousarray(col.offsets, np.int64))
@@ -101,31 +116,40 @@ def to_arrow_array(col: Any, *, name: str = "", text: bool = False) -> Any:
     if arr.dtype.hasobject or arr.dtype.kind in "SU":
         flat = BytesColumn.from_list(arr.reshape(-1).tolist())
         out = to_arrow_array(flat, name=name, text=text)
-        return _fixed_lists(out, arr.shape[1:])
+        return _fixed_lists(out, arr.shape)
     if arr.dtype.kind not in "biuf":
         raise SchemaError(
             f"feature {name!r} has dtype {arr.dtype}; Arrow columns here hold numbers and bytes"
         )
-    values = _wrap(arr.reshape(-1), pa.from_numpy_dtype(arr.dtype))
-    return _fixed_lists(values, arr.shape[1:])
+    return _fixed_lists(_wrap(arr.reshape(-1)), arr.shape)
 
 
-def _wrap(flat: np.ndarray, kind: Any) -> Any:
-    """A 1-D array as an Arrow array, without a copy when the layouts agree."""
+_ARROW_TYPES: dict[np.dtype, Any] = {}
+
+
+def _wrap(flat: np.ndarray) -> Any:
+    """A 1-D array of numbers as an Arrow array, without a copy when the layouts agree."""
     pa = pyarrow()
     if flat.dtype == np.bool_:
         return pa.array(flat, pa.bool_())  # Arrow packs bits: a copy
-    flat = np.ascontiguousarray(flat)
+    if not flat.flags.c_contiguous:
+        flat = np.ascontiguousarray(flat)
     if not flat.dtype.isnative:
         flat = flat.astype(flat.dtype.newbyteorder("="))
+    kind = _ARROW_TYPES.get(flat.dtype)
+    if kind is None:
+        kind = _ARROW_TYPES[flat.dtype] = pa.from_numpy_dtype(flat.dtype)
     return pa.Array.from_buffers(kind, len(flat), [None, pa.py_buffer(flat)])
 
 
 def _fixed_lists(values: Any, shape: tuple[int, ...]) -> Any:
-    """Flat values as nested fixed-size lists of `shape`, the innermost axis first."""
+    """Flat values as nested fixed-size lists: rows of `shape[1:]`, the innermost axis
+    first (row counts given, so an axis of size 0 is no puzzle)."""
     pa = pyarrow()
-    for size in reversed(shape):
-        values = pa.FixedSizeListArray.from_arrays(values, int(size))
+    for axis in range(len(shape) - 1, 0, -1):
+        kind = pa.list_(values.type, int(shape[axis]))
+        rows = math.prod(shape[:axis])
+        values = pa.Array.from_buffers(kind, rows, [None], children=[values])
     return values
 
 
@@ -236,6 +260,137 @@ def _why(kind: Any) -> str:
             "(table.column(name).cast('int64')) or format it as a string"
         )
     return "which no TFRecord feature holds: cast it to numbers, bytes or string"
+
+
+# --- datasets, a record batch at a time ---------------------------------------------------
+
+STREAM_BYTES = 8 << 20  # a streamed dataset's record batches: about this much Arrow data
+STREAM_ROWS = 4096  # ... or this many rows, when no Parquet metadata says a row's size
+STREAM_ROW_BOUNDS = (64, 1 << 17)
+
+
+def record_batches(source: Any) -> Iterator[Any] | None:
+    """The record batches of a ``pyarrow.RecordBatchReader`` or ``pyarrow.dataset.Dataset``
+    (a Parquet / Feather / CSV file or folder opened with ``pyarrow.dataset.dataset``,
+    hive partitions included) in the dataset's schema, pulled one at a time; None for
+    anything else.
+
+    A dataset of files is read a file at a time, in order (Parquet by ``iter_batches``, IPC
+    a record batch at a time), not by ``Dataset.to_batches``: Arrow's scanner reads ahead
+    of a slow consumer without bound, so a writer slower than the decoder would end up
+    holding the table. Memory: a row group or an IPC batch, and a batch of about
+    STREAM_BYTES.
+    """
+    pa = pyarrow()
+    if isinstance(source, pa.RecordBatchReader):
+        return iter(source)
+    pds = require("pyarrow.dataset", "arrow")
+    if isinstance(source, pds.Dataset):
+        return _dataset_batches(source, _stream_rows(source, pds), pds)
+    return None
+
+
+def _dataset_batches(dataset: Any, rows: int, pds: Any) -> Iterator[Any]:
+    if isinstance(dataset, pds.UnionDataset):
+        for child in dataset.children:
+            for batch in _dataset_batches(child, rows, pds):
+                yield _conform(batch, dataset.schema, {})
+        return
+    if not isinstance(dataset, pds.FileSystemDataset):  # in memory already
+        yield from dataset.to_batches(batch_size=rows)
+        return
+    schema = dataset.schema
+    for fragment in dataset.get_fragments():
+        keys = pds.get_partition_keys(fragment.partition_expression)
+        names = [n for n in schema.names if n not in keys]
+        for batch in _fragment_batches(fragment, names, rows, pds):
+            yield _conform(batch, schema, keys)
+
+
+def _fragment_batches(fragment: Any, names: list[str], rows: int, pds: Any) -> Iterator[Any]:
+    """One file's record batches, these columns (those it has), read as they are asked."""
+    pa = pyarrow()
+    if isinstance(fragment.format, pds.ParquetFileFormat):
+        pq = require("pyarrow.parquet", "arrow")
+        with fragment.filesystem.open_input_file(fragment.path) as f:
+            file = pq.ParquetFile(f)
+            have = [n for n in names if n in file.schema_arrow.names]
+            yield from file.iter_batches(rows, columns=have)
+    elif isinstance(fragment.format, pds.IpcFileFormat):
+        with fragment.filesystem.open_input_file(fragment.path) as f:
+            file = pa.ipc.open_file(f)
+            for k in range(file.num_record_batches):
+                batch = file.get_batch(k)
+                have = [n for n in names if n in batch.schema.names]
+                yield batch.select(have)
+    else:  # CSV, JSON: the scanner, bounded by one file
+        yield from fragment.to_batches(
+            columns=[n for n in names if n in fragment.physical_schema.names],
+            batch_size=rows,
+            batch_readahead=1,
+        )
+
+
+def _conform(batch: Any, schema: Any, keys: Mapping[str, Any]) -> Any:
+    """A file's batch in the dataset's schema: its partition keys as columns, a column the
+    file lacks as nulls (refused later, by name, where TFRecord has no null), types cast."""
+    pa = pyarrow()
+    if not keys and batch.schema.equals(schema):
+        return batch
+    n, have = batch.num_rows, batch.schema.names
+    arrays = []
+    for field in schema:
+        if field.name in keys:
+            arrays.append(pa.array([keys[field.name]] * n, field.type))
+        elif field.name in have:
+            column = batch.column(field.name)
+            arrays.append(column if column.type == field.type else column.cast(field.type))
+        else:
+            arrays.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _stream_rows(dataset: Any, pds: Any) -> int:
+    """Rows per streamed batch: about STREAM_BYTES of Arrow data, the row's size made of its
+    fixed-width columns' widths (Parquet's encodings say little of those: a repeated value
+    takes a few bits) and, for the other columns, their uncompressed bytes in the first
+    Parquet row group; STREAM_ROWS when a variable column has no such metadata."""
+    fixed, variable = 0, []
+    for field in dataset.schema:
+        width = _row_width(field.type)
+        if width is None:
+            variable.append(field.name)
+        else:
+            fixed += width
+    if not variable:
+        return records_per_batch(STREAM_BYTES, fixed, STREAM_ROW_BOUNDS)
+    if isinstance(dataset, pds.FileSystemDataset):
+        for fragment in dataset.get_fragments():
+            meta = getattr(fragment, "metadata", None)
+            if meta is None or not meta.num_row_groups:
+                break
+            group = meta.row_group(0)
+            sizes = (group.column(i) for i in range(group.num_columns))
+            rest = sum(
+                c.total_uncompressed_size
+                for c in sizes
+                if c.path_in_schema.split(".")[0] in variable
+            )
+            row = fixed + rest / max(group.num_rows, 1)
+            return records_per_batch(STREAM_BYTES, row, STREAM_ROW_BOUNDS)
+    return STREAM_ROWS
+
+
+def _row_width(kind: Any) -> int | None:
+    """Bytes per row of an Arrow type of fixed width (fixed-size lists of numbers included),
+    else None."""
+    n = 1
+    while hasattr(kind, "list_size") and kind.list_size >= 0:  # a fixed-size list
+        n, kind = n * kind.list_size, kind.value_type
+    try:
+        return n * max(kind.bit_width // 8, 1)
+    except ValueError:  # not of fixed width
+        return None
 
 
 # --- schema -> spec ------------------------------------------------------------------------

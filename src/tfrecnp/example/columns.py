@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._core import framing
+from .._util.offsets import offsets_of, pack_bytes
 from ..errors import SchemaError
 
 __all__ = ["BytesColumn", "Column", "Ragged", "concat_columns", "take_column"]
@@ -50,6 +51,21 @@ def _ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     ends = np.cumsum(lengths)
     shift = np.repeat(np.asarray(starts, np.int64) - (ends - lengths), lengths)
     return np.arange(total, dtype=np.int64) + shift
+
+
+def _joined_offsets(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The offsets of columns laid end to end, from each one's own offsets."""
+    out, base = [np.zeros(1, np.int64)], 0
+    for offsets in parts:
+        out.append(offsets[1:] + base)
+        base += int(offsets[-1])
+    return np.concatenate(out)
+
+
+def _take_rows(indices: Any, n: int) -> np.ndarray:
+    """indices (as take() takes them: an int, a list or array, a boolean mask) as row numbers."""
+    idx = _index_array(indices, n)
+    return np.atleast_1d(np.asarray(indices, np.int64)) if idx is None else idx
 
 
 def _index_array(index: Any, n: int) -> np.ndarray | None:
@@ -115,21 +131,11 @@ class BytesColumn:
         return self
 
     @classmethod
-    def _trusted(cls, data: np.ndarray, offsets: np.ndarray) -> BytesColumn:
-        """The old spelling of from_offsets(data, offsets, validate=False), kept while
-        callers outside example/ move to it."""
-        return cls.from_offsets(data, offsets, validate=False)
-
-    @classmethod
     def from_list(cls, values: Iterable[bytes | str]) -> BytesColumn:
         """From byte strings (str is UTF-8 encoded)."""
         items = [v.encode("utf-8") if isinstance(v, str) else bytes(v) for v in values]
-        lengths = np.fromiter(map(len, items), np.int64, len(items))
-        offsets = np.zeros(len(items) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        return cls.from_offsets(
-            np.frombuffer(b"".join(items), np.uint8).copy(), offsets, validate=False
-        )
+        data, offsets = pack_bytes(items)
+        return cls.from_offsets(data.copy(), offsets, validate=False)
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -158,24 +164,14 @@ class BytesColumn:
             i = _row(index, n)
             return self.data[self.offsets[i] : self.offsets[i + 1]].tobytes()
         if isinstance(index, slice):
-            start, stop, step = index.indices(n)
-            if step != 1:
-                return self.take(np.arange(start, stop, step))
-            stop = max(start, stop)
-            a, b = self.offsets[start], self.offsets[stop]
-            return BytesColumn.from_offsets(
-                self.data[a:b], self.offsets[start : stop + 1] - a, validate=False
-            )
+            return _slice_rows(self, index)
         return self.take(_index_array(index, n))
 
     def take(self, indices: Any) -> BytesColumn:
         """The values at the given row numbers, copied into a new column."""
-        idx = _index_array(indices, len(self))
-        if idx is None:
-            idx = np.atleast_1d(np.asarray(indices, np.int64))
+        idx = _take_rows(indices, len(self))
         starts, lengths = self.offsets[idx], self.offsets[idx + 1] - self.offsets[idx]
-        offsets = np.zeros(len(idx) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
+        offsets = offsets_of(lengths)
         data = np.empty(int(offsets[-1]), np.uint8)
         framing.gather_ranges(np.ascontiguousarray(self.data), starts, lengths, data)
         return BytesColumn.from_offsets(data, offsets, validate=False)
@@ -220,11 +216,7 @@ class BytesColumn:
         if len(columns) == 1:
             return columns[0]
         data = np.concatenate([c.data for c in columns])
-        parts, base = [np.zeros(1, np.int64)], 0
-        for c in columns:
-            parts.append(c.offsets[1:] + base)
-            base += int(c.offsets[-1])
-        return cls.from_offsets(data, np.concatenate(parts), validate=False)
+        return cls.from_offsets(data, _joined_offsets([c.offsets for c in columns]), validate=False)
 
     def __repr__(self) -> str:
         n = len(self)
@@ -271,12 +263,6 @@ class Ragged:
         self = cls.__new__(cls)
         self.values, self.row_splits = values, row_splits
         return self
-
-    @classmethod
-    def _trusted(cls, values: Any, row_splits: np.ndarray) -> Ragged:
-        """The old spelling of from_row_splits(values, row_splits, validate=False), kept
-        while callers outside example/ move to it."""
-        return cls.from_row_splits(values, row_splits, validate=False)
 
     @classmethod
     def from_nested_row_splits(
@@ -326,9 +312,7 @@ class Ragged:
         lengths = np.asarray(lengths, np.int64)
         if lengths.ndim != 1 or (lengths.size and lengths.min() < 0):
             raise ValueError("lengths must be a 1-D array of counts >= 0")
-        splits = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=splits[1:])
-        return cls(values, splits)
+        return cls(values, offsets_of(lengths))
 
     @classmethod
     def from_list(cls, rows: Iterable[Any], dtype: Any = None) -> Ragged:
@@ -387,25 +371,15 @@ class Ragged:
             row = self.values[self.row_splits[i] : self.row_splits[i + 1]]
             return row.to_numpy() if isinstance(row, BytesColumn) else row
         if isinstance(index, slice):
-            start, stop, step = index.indices(n)
-            if step != 1:
-                return self.take(np.arange(start, stop, step))
-            stop = max(start, stop)
-            a, b = self.row_splits[start], self.row_splits[stop]
-            return Ragged.from_row_splits(
-                self.values[a:b], self.row_splits[start : stop + 1] - a, validate=False
-            )
+            return _slice_rows(self, index)
         return self.take(_index_array(index, n))
 
     def take(self, indices: Any) -> Ragged:
         """The rows at the given row numbers, copied into a new Ragged."""
-        idx = _index_array(indices, len(self))
-        if idx is None:
-            idx = np.atleast_1d(np.asarray(indices, np.int64))
+        idx = _take_rows(indices, len(self))
         starts = self.row_splits[idx]
         lengths = self.row_splits[idx + 1] - starts
-        splits = np.zeros(len(idx) + 1, np.int64)
-        np.cumsum(lengths, out=splits[1:])
+        splits = offsets_of(lengths)
         picked = _ranges(starts, lengths)
         values = (
             self.values.take(picked)
@@ -495,11 +469,8 @@ class Ragged:
             if len(shapes) > 1:
                 raise ValueError(f"cannot concatenate Ragged with inner shapes {sorted(shapes)}")
         values = concat_columns([c.values for c in columns])
-        parts, base = [np.zeros(1, np.int64)], 0
-        for c in columns:
-            parts.append(c.row_splits[1:] + base)
-            base += int(c.row_splits[-1])
-        return cls.from_row_splits(values, np.concatenate(parts), validate=False)
+        splits = _joined_offsets([c.row_splits for c in columns])
+        return cls.from_row_splits(values, splits, validate=False)
 
     def __repr__(self) -> str:
         v = self.values
@@ -512,6 +483,14 @@ class Ragged:
 
 
 Column = np.ndarray | Ragged | BytesColumn
+
+
+def _slice_rows(column: BytesColumn | Ragged, index: slice) -> BytesColumn | Ragged:
+    """column[index] for a slice: a view (rows) when the step is 1, else a copy (take)."""
+    start, stop, step = index.indices(len(column))
+    if step != 1:
+        return column.take(np.arange(start, stop, step))
+    return column.rows(start, max(start, stop))
 
 
 def concat_columns(columns: Sequence[Column]) -> Column:

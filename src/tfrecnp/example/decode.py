@@ -28,8 +28,7 @@ import numpy as np
 
 from .._core import decode as _core
 from .._util.spares import Spares
-from .._util.threads import CPUS
-from .._util.threads import run_parallel as _run_parallel
+from .._util.threads import CPUS, run_parallel
 from ..format.payloads import RecordBatch
 from .columns import BytesColumn, Column, Ragged
 from .decode_errors import bytes_rows, missing_list, out_of_range, scan_error, uneven_raw
@@ -41,8 +40,6 @@ from .survey import Survey, survey  # their home before the survey had its own m
 
 __all__ = ["Batch", "Decoder", "Survey", "decode", "dense_when_uniform", "survey"]
 
-# (CPUS lives in _util.threads; it stays importable from here for callers not yet moved)
-
 Batch = dict[str, Column]
 
 CHUNK_MIN_BYTES = 64 << 10  # pieces of a batch decoded by parallel threads hold at least
@@ -51,8 +48,6 @@ PIECES_PER_THREAD = 4
 TABLE_CACHE_RECORDS = 1 << 16  # scan tables up to this many records are reused
 
 _ONE_ROW = np.zeros((1, _core.ROW_FIELDS), np.int64)  # a batch of one, for _wrap
-# where a feature list ends in its record (R_END of the core's table rows; 0 when absent)
-_ROW_END = getattr(_core, "ROW_END", 1)
 
 
 class Decoder:
@@ -140,7 +135,7 @@ class Decoder:
             lo, hi = chunks[k]
             return _core.scan(plan, data, starts, ends, lo, hi, table, totals[k], which)
 
-        for status in _run_parallel(scan, len(chunks), workers):
+        for status in run_parallel(scan, len(chunks), workers):
             if status[0] != _core.OK:
                 raise scan_error(feats, self.sequence, batch, table, status)
 
@@ -154,7 +149,7 @@ class Decoder:
             lo, hi = chunks[k]
             return _core.fill(plan, data, starts, lo, hi, table, args, bases[k], which)
 
-        if any(s != _core.OK for s in _run_parallel(fill, len(chunks), workers)):
+        if any(s != _core.OK for s in run_parallel(fill, len(chunks), workers)):
             raise RuntimeError("the batch's buffer changed while it was being decoded")
         columns = {}
         for f, c in enumerate(feats):
@@ -267,7 +262,7 @@ class Decoder:
         values, offs, splits, inner = arrays
         spec, op = c.spec, c.op
         if c.required:
-            missing = rows[:, _ROW_END] == 0  # a list present has its place in the record
+            missing = rows[:, _core.ROW_END] == 0  # a list present has its place in the record
             if missing.any():
                 raise missing_list(c, batch, int(np.flatnonzero(missing)[0]))
         if op in ("raw", "raw_any"):

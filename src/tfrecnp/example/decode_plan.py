@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._core import decode as _core
+from .._util.offsets import pack_bytes
 from ..format.payloads import RecordBatch
 from .partitions import Assembly
 from .spec import (
@@ -232,8 +233,4 @@ def as_batch(batch: RecordBatch | Iterable[bytes]) -> RecordBatch:
         )
     if isinstance(batch, (bytes, bytearray, memoryview, str)):
         raise TypeError("decode takes a list of payloads or a RecordBatch, not one payload")
-    payloads = [bytes(p) for p in batch]
-    lengths = np.fromiter(map(len, payloads), np.int64, len(payloads))
-    offsets = np.zeros(len(payloads) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return RecordBatch(np.frombuffer(b"".join(payloads), np.uint8), offsets)
+    return RecordBatch(*pack_bytes([bytes(p) for p in batch]))

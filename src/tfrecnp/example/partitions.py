@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._util.offsets import offsets_of
 from ..errors import SchemaError
 from .columns import BytesColumn, Ragged
 from .spec import (
@@ -95,8 +96,7 @@ def _level(p: Partition, col: Ragged | None, n: np.ndarray) -> tuple[np.ndarray,
         if len(v) and v.min() < 0:
             u = int(unit[_first(v < 0)])
             raise _Fail(u, f"a row length is negative ({int(v[v < 0][0])})")
-        sums = np.zeros(len(v) + 1, np.int64)
-        np.cumsum(v, out=sums[1:])
+        sums = offsets_of(v)
         got = sums[col.row_splits[1:]] - sums[col.row_splits[:-1]]
         bad = got != n
         if bad.any():
@@ -154,9 +154,7 @@ def _level(p: Partition, col: Ragged | None, n: np.ndarray) -> tuple[np.ndarray,
         np.cumsum(rows[:-1], out=row_off[1:])
         ids = v + row_off[unit]
         counts = np.bincount(ids, minlength=int(rows.sum()))
-        splits = np.zeros(len(counts) + 1, np.int64)
-        np.cumsum(counts, out=splits[1:])
-        return splits, rows
+        return offsets_of(counts), rows
     raise TypeError(f"unknown partition {p!r}")
 
 
@@ -230,9 +228,7 @@ def assemble(a: Assembly, cols: dict, n_records: int, where: Where | None) -> Ra
         out = flat
         for splits in levels:
             out = Ragged.from_row_splits(out, splits, validate=False)
-        units = np.zeros(len(n) + 1, np.int64)
-        np.cumsum(n, out=units[1:])
-        out = Ragged.from_row_splits(out, units, validate=False)
+        out = Ragged.from_row_splits(out, offsets_of(n), validate=False)
         if steps is not None:
             out = Ragged.from_row_splits(out, steps, validate=False)
         return out

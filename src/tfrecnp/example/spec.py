@@ -680,6 +680,11 @@ LAZY_FEATURE_TYPES = {
     "Image": "tfrecnp.example.image",
     "TfdsZlibTensor": "tfrecnp.example.tfds_features",
     "TfdsFrames": "tfrecnp.example.tfds_features",
+    # TFDS features added by issue 25's second pass (tfds_features owner)
+    **dict.fromkeys(
+        ["TfdsUint64", "TfdsFloatImage", "TfdsTensorList", "TfdsShapedTensor", "TfdsNestedFrames"],
+        "tfrecnp.example.tfds_features",
+    ),
 }
 
 

@@ -10,30 +10,41 @@ decodes its wire form into the value TFDS decodes:
 TFDS leaf (in ``s`` nested Sequences)      wire form -> tfrecnp feature
 =========================================  ===================================================
 Tensor / Scalar / ClassLabel / BBox /      a flat int64 / float / bytes list -> FixedLen
-Text, every dimension known                (dtype cast as TFDS casts: bool, uint8, float64)
+Text, every dimension known                (dtype cast as TFDS casts: bool, int8, float16 ..)
+the same, optional=True                    FixedLen with TFDS's default_value where missing
 the same, the first dimension unknown      -> VarLen(dtype, inner_shape) (a Ragged column)
+uint64 Tensor / Scalar                     the values' bits as int64 -> `Bits64`
 Tensor(encoding="bytes")                   one bytes value of raw array bytes -> Raw
 Tensor(encoding="zlib")                    the same, zlib-compressed -> `ZlibTensor`
+Tensor(encoding=...) of several unknown    ``{name}/shape`` + ``{name}/value`` -> `ShapedTensor`
+dimensions                                 (an object column: one array per record)
+Sequence(Tensor(encoding=...))             one bytes value per element -> `TensorList`
 Image (uint8, uint16; JPEG, PNG)           one encoded image -> tn.Image(channels, dtype)
+Image(dtype=float32)                       a 4-channel PNG of the floats' bytes -> `FloatImage`
 Sequence(Sequence(...))                    flat values + ragged_row_lengths_k -> VarLen with
                                            RowLengths partitions (a Ragged of Ragged)
 Video, Sequence(Image)                     one encoded image per frame -> `Frames`
+Sequence(Sequence(Image))                  the same, in flat values + row lengths ->
+                                           `NestedFrames` (a Ragged of Ragged of images)
 Audio (no file encoding)                   a flat int list -> VarLen
 Translation / TranslationVariableLanguages FeaturesDicts of Text / Sequence(Text)
 =========================================  ===================================================
 
-Nested ``FeaturesDict`` keys are flattened with "/" (``objects/bbox``), as TFDS names them in
-the record and as a batch's columns are named: one flat dict of columns is what every
-tfrecnp sink and adapter takes. A leaf this module cannot decode (a custom connector, a
-Tensor of several unknown dimensions, float32 images, a Sequence of
-encoding="bytes" / "zlib" tensors or of Sequences of images) is
-read as its wire features, under their own keys, and listed in `TfdsFeatures.left` with the
-reason, so the rest of the dataset opens.
+`ShapedTensor` and `NestedFrames` are `Joined`: made of several wire features of a record,
+which no single decoder feature reads; the TFDS source reads their `reads(name)` and joins
+them per block (`tfrecnp.data.tfds`). Nested ``FeaturesDict`` keys are flattened with "/"
+(``objects/bbox``), as TFDS names them in the record and as a batch's columns are named: one
+flat dict of columns is what every tfrecnp sink and adapter takes. A leaf this module
+cannot decode (a custom connector, a Sequence of float32 images or of tensors of several
+unknown dimensions, a Sequence of Sequences of uint64) is read as its wire features, under
+their own keys, and listed in `TfdsFeatures.left` with the reason, so the rest of the
+dataset opens.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,7 +57,19 @@ from .columns import BytesColumn, Ragged
 from .image import Image
 from .spec import Feature, FixedLen, Raw, VarLen, register_feature_type
 
-__all__ = ["Frames", "TfdsFeatures", "TfdsLeaf", "ZlibTensor", "parse_features"]
+__all__ = [
+    "Bits64",
+    "FloatImage",
+    "Frames",
+    "Joined",
+    "NestedFrames",
+    "ShapedTensor",
+    "TensorList",
+    "TfdsFeatures",
+    "TfdsLeaf",
+    "ZlibTensor",
+    "parse_features",
+]
 
 # TFDS's dtype names that are not NumPy's
 _DTYPES = {"string": "bytes", "str": "bytes", "object": "bytes", "bytes": "bytes"}
@@ -254,6 +277,333 @@ class Frames(Feature):
         return f"Frames({self.image.spell()}, length={self.length!r})"
 
 
+@register_feature_type
+class Bits64(Feature):
+    """A TFDS uint64 Tensor / Scalar: TFDS stores the values' bits in an int64 list ->
+    uint64 values with the same bits (tf.bitcast, as tfds.as_numpy gives them)."""
+
+    type_name = "TfdsUint64"
+
+    def __init__(self, base: FixedLen | VarLen):
+        self.base = base
+
+    @property
+    def kind(self) -> int:
+        return 3
+
+    def decode_as(self) -> Feature:
+        return self.base
+
+    def finish(
+        self, column: Any, *, name: str = "", where: Callable[[int], tuple[str, int]] | None = None
+    ) -> Any:
+        if isinstance(column, Ragged):
+            return Ragged(np.asarray(column.values).view(np.uint64), column.row_splits)
+        return np.asarray(column).view(np.uint64)
+
+    def column_as(self) -> Feature:
+        """The plain feature whose column this one's finished column is (for layouts)."""
+        if isinstance(self.base, VarLen):
+            return VarLen("uint64", self.base.inner_shape)
+        return FixedLen(self.base.shape, "uint64")
+
+    def to_json(self) -> dict:
+        return {"type": self.type_name, "base": self.base.to_json()}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> Bits64:
+        base = obj["base"]
+        return cls((VarLen if base["type"] == "VarLen" else FixedLen).from_json(base))
+
+    def spell(self) -> str:
+        return f"Bits64({self.base.spell()})"
+
+
+@register_feature_type
+class FloatImage(Feature):
+    """A TFDS Image(dtype=float32): one channel of float32 pixels, stored by TFDS as a
+    4-channel uint8 PNG of their bytes -> an ndarray [N, h, w, 1] float32 (the PNG
+    decoded with 4 channels, then its bytes read as float32, as TFDS's tf.bitcast does)."""
+
+    type_name = "TfdsFloatImage"
+
+    def __init__(self, shape: Any = (None, None, 1)):
+        self.shape = tuple(None if d is None or int(d) < 0 else int(d) for d in shape)
+
+    @property
+    def kind(self) -> int:
+        return 1
+
+    @property
+    def dtype(self) -> str:
+        return "float32"
+
+    def decode_as(self) -> Feature:
+        return FixedLen((), "bytes")
+
+    def finish(
+        self, column: Any, *, name: str = "", where: Callable[[int], tuple[str, int]] | None = None
+    ) -> Any:
+        with warnings.catch_warnings():  # its advice (size=) does not apply: said below
+            warnings.filterwarnings("ignore", "images of a batch differ in size")
+            pixels = Image(4, dct_method="INTEGER_FAST").finish(column, name=name, where=where)
+        if pixels.dtype == object:  # images of several sizes: one array each
+            warnings.warn(
+                f"float32 images {name!r} of a batch differ in size; they come back as an "
+                "object array of [h, w, 1] arrays (ds.select leaves them out of a batch that "
+                "needs one array)",
+                stacklevel=2,
+            )
+            out = np.empty(len(pixels), object)
+            out[:] = [_as_float(p) for p in pixels]
+            return out
+        if len(pixels) == 0 and None not in self.shape:
+            return np.empty((0, *self.shape), np.float32)
+        return _as_float(pixels)
+
+    def column_as(self) -> Feature | None:
+        """The plain feature whose column this one's finished column is (for layouts)."""
+        return None if None in self.shape else FixedLen(self.shape, "float32")
+
+    def to_json(self) -> dict:
+        return {"type": self.type_name, "shape": [-1 if d is None else d for d in self.shape]}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> FloatImage:
+        return cls(obj.get("shape", (None, None, 1)))
+
+    def spell(self) -> str:
+        return f"FloatImage({self.shape!r})"
+
+
+def _as_float(pixels: np.ndarray) -> np.ndarray:
+    """[..., 4] uint8 -> [..., 1] float32 of the same bytes (little-endian, as TFDS wrote)."""
+    return np.ascontiguousarray(pixels).view("<f4").astype(np.float32, copy=False)
+
+
+@register_feature_type
+class TensorList(Feature):
+    """A TFDS Sequence of Tensor(encoding="bytes" / "zlib"): one bytes value per element
+    (zlib-compressed for "zlib") holding the element's raw array bytes -> a Ragged
+    [N, None, *shape] (an ndarray [N, length, *shape] for a Sequence of fixed length), as
+    TFDS decodes each element with decode_raw and stacks them; an element shape whose first
+    dimension is unknown gives a Ragged of Ragged."""
+
+    type_name = "TfdsTensorList"
+
+    def __init__(self, dtype: Any, shape: Any, encoding: str, length: int | None = None):
+        self.dtype = np.dtype(dtype).name
+        self.shape = tuple(None if d is None or int(d) < 0 else int(d) for d in shape)
+        if None in self.shape[1:]:
+            raise ValueError(f"TensorList shape {self.shape}: only the first may be unknown")
+        if encoding not in ("bytes", "zlib"):
+            raise ValueError(f"TensorList encoding must be 'bytes' or 'zlib', not {encoding!r}")
+        self.encoding = encoding
+        self.length = None if length is None or length < 0 else int(length)
+
+    @property
+    def kind(self) -> int:
+        return 1
+
+    def decode_as(self) -> Feature:
+        return VarLen("bytes") if self.length is None else FixedLen((self.length,), "bytes")
+
+    def finish(
+        self, column: Any, *, name: str = "", where: Callable[[int], tuple[str, int]] | None = None
+    ) -> Any:
+        if isinstance(column, Ragged):
+            flat, splits = column.values, np.asarray(column.row_splits, np.int64)
+        else:  # FixedLen((length,), "bytes"): an object array [N, length]
+            flat = BytesColumn.from_list(list(np.asarray(column).reshape(-1)))
+            splits = np.arange(len(column) + 1, dtype=np.int64) * (self.length or 0)
+
+        def element_where(k: int) -> tuple[str, int]:
+            row = int(np.searchsorted(splits, k, side="right")) - 1
+            return where(row) if where is not None else ("", row)
+
+        zipped = ZlibTensor(self.dtype, self.shape) if self.encoding == "zlib" else None
+        if zipped is not None:
+            values = zipped.finish(flat, name=name, where=element_where)
+        else:
+            values = _raw_rows(flat, self.dtype, self.shape, name, element_where)
+        if self.length is not None and not isinstance(values, Ragged):
+            return values.reshape(len(splits) - 1, self.length, *values.shape[1:])
+        return Ragged(values, splits)
+
+    def column_as(self) -> Feature | None:
+        """The plain feature whose column this one's finished column is (for layouts)."""
+        if None in self.shape:
+            return None
+        if self.length is not None:
+            return FixedLen((self.length, *self.shape), self.dtype)
+        return VarLen(self.dtype, self.shape)
+
+    def to_json(self) -> dict:
+        return {
+            "type": self.type_name,
+            "dtype": self.dtype,
+            "shape": [-1 if d is None else d for d in self.shape],
+            "encoding": self.encoding,
+            "length": self.length,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict) -> TensorList:
+        return cls(obj["dtype"], obj["shape"], obj["encoding"], obj.get("length"))
+
+    def spell(self) -> str:
+        return f"TensorList({self.dtype!r}, {self.shape!r}, {self.encoding!r})"
+
+
+def _raw_rows(
+    flat: BytesColumn, dtype: str, shape: tuple, name: str, where: Callable[[int], tuple]
+) -> Any:
+    """Raw array bytes per value -> [n, *shape] (a Ragged when shape[0] is unknown)."""
+    item = np.dtype(dtype).itemsize
+    row = math.prod(d for d in shape[1:] if d is not None) if shape else 1
+    unit = item * (row if shape and shape[0] is None else math.prod(shape))
+    sizes = np.diff(np.asarray(flat.offsets, np.int64))
+    bad = np.flatnonzero(sizes % unit if shape and shape[0] is None else sizes != unit)
+    if len(bad):
+        path, record = where(int(bad[0]))
+        raise SchemaError(
+            f"feature {name!r} at {path} record {record}: a {dtype} tensor of shape "
+            f"{shape} cannot be {int(sizes[bad[0]])} bytes; the record is damaged, or "
+            "features.json does not describe it"
+        )
+    data = np.frombuffer(memoryview(flat.data)[: int(flat.offsets[-1])], dtype)
+    data = data[int(flat.offsets[0]) // item :] if len(flat) else data[:0]
+    if shape and shape[0] is None:
+        splits = np.zeros(len(flat) + 1, np.int64)
+        np.cumsum(sizes // unit, out=splits[1:])
+        return Ragged(data.reshape(-1, *shape[1:]), splits)
+    return data.reshape(len(flat), *shape)
+
+
+class Joined(Feature):
+    """A TFDS feature read through several wire features of the record at once, which the
+    decoder reads as `reads(name)` and the TFDS source joins into one column (`join`):
+    no tfrecnp decoder reads it alone."""
+
+    @property
+    def kind(self) -> int:
+        return 1
+
+    def reads(self, name: str) -> dict[str, Feature]:
+        """The wire features read for the column `name`."""
+        raise NotImplementedError
+
+    def join(
+        self, name: str, cols: dict[str, Any], where: Callable[[int], tuple[str, int]] | None
+    ) -> Any:
+        """The column `name`, made of the columns of `reads(name)` in cols; where(row) ->
+        (path, record) names a row in errors."""
+        raise NotImplementedError
+
+    def column_as(self) -> Feature | None:
+        return None
+
+
+@register_feature_type
+class ShapedTensor(Joined):
+    """A TFDS Tensor of several unknown dimensions (encoding "bytes" or "zlib"): its shape
+    in ``{name}/shape`` and its raw (or zlib-compressed) array bytes in ``{name}/value``
+    -> an object array of one ndarray per record, each of its own shape (tfds.as_numpy's)."""
+
+    type_name = "TfdsShapedTensor"
+
+    def __init__(self, dtype: Any, shape: Any, encoding: str):
+        self.dtype = np.dtype(dtype).name
+        self.shape = tuple(None if d is None or int(d) < 0 else int(d) for d in shape)
+        self.encoding = encoding
+
+    def reads(self, name: str) -> dict[str, Feature]:
+        return {f"{name}/shape": VarLen("int64"), f"{name}/value": FixedLen((), "bytes")}
+
+    def join(
+        self, name: str, cols: dict[str, Any], where: Callable[[int], tuple[str, int]] | None
+    ) -> Any:
+        shapes, values = cols[f"{name}/shape"], cols[f"{name}/value"]
+        out = np.empty(len(values), object)
+        for i in range(len(values)):
+            at = f"record {i} of the batch" if where is None else "{} record {}".format(*where(i))
+            blob = values[i]
+            if self.encoding == "zlib":
+                try:
+                    blob = zlib.decompress(blob)
+                except zlib.error as e:
+                    raise SchemaError(
+                        f"feature {name!r} at {at}: the zlib-compressed tensor does not "
+                        f"decompress ({e}); the record is damaged, or the feature is not "
+                        "Tensor(encoding='zlib') (check features.json)"
+                    ) from None
+            shape = tuple(int(d) for d in shapes[i])
+            want = tuple(d if d is not None else shape[k] for k, d in enumerate(self.shape))
+            item = np.dtype(self.dtype).itemsize
+            if len(shape) != len(self.shape) or len(blob) != math.prod(want) * item:
+                raise SchemaError(
+                    f"feature {name!r} at {at}: {len(blob)} bytes of shape {shape} are not "
+                    f"a {self.dtype} tensor of shape {self.shape}; the record is damaged, or "
+                    "features.json does not describe it"
+                )
+            out[i] = np.frombuffer(blob, self.dtype).reshape(want)
+        return out
+
+    def to_json(self) -> dict:
+        return {
+            "type": self.type_name,
+            "dtype": self.dtype,
+            "shape": [-1 if d is None else d for d in self.shape],
+            "encoding": self.encoding,
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict) -> ShapedTensor:
+        return cls(obj["dtype"], obj["shape"], obj["encoding"])
+
+    def spell(self) -> str:
+        return f"ShapedTensor({self.dtype!r}, {self.shape!r}, {self.encoding!r})"
+
+
+@register_feature_type
+class NestedFrames(Joined):
+    """A TFDS Sequence of Sequences (of ...) of images: the encoded images of a record in
+    ``{name}/ragged_flat_values``, one ``{name}/ragged_row_lengths_{k}`` per inner level
+    -> a Ragged of Ragged (levels deep) of images, each decoded as `image` decodes it."""
+
+    type_name = "TfdsNestedFrames"
+
+    def __init__(self, image: Image, levels: int):
+        self.image = image
+        self.levels = int(levels)
+
+    def reads(self, name: str) -> dict[str, Feature]:
+        parts = [
+            VarLen.RowLengths(f"{name}/ragged_row_lengths_{k}") for k in range(self.levels - 1)
+        ]
+        return {name: VarLen("bytes", partitions=parts, key=f"{name}/ragged_flat_values")}
+
+    def join(
+        self, name: str, cols: dict[str, Any], where: Callable[[int], tuple[str, int]] | None
+    ) -> Any:
+        def images(col: Any) -> Any:
+            if isinstance(col, Ragged):
+                return Ragged(images(col.values), col.row_splits)
+            return self.image.finish(col, name=name)
+
+        return images(cols[name])
+
+    def to_json(self) -> dict:
+        return {"type": self.type_name, "image": self.image.to_json(), "levels": self.levels}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> NestedFrames:
+        return cls(Image.from_json(obj["image"]), obj["levels"])
+
+    def spell(self) -> str:
+        return f"NestedFrames({self.image.spell()}, levels={self.levels})"
+
+
 # --- features.json ----------------------------------------------------------------------
 
 
@@ -324,7 +674,8 @@ class _Reader:
                 t = node[key]
                 encoding = str(t.get("encoding", "none")).lower()
                 dtype = _dtype(t.get("dtype", "float32" if key == "boundingBox" else "int64"))
-                self.tensor(name, seq, _dims(t.get("shape")), dtype, encoding, kind)
+                optional = bool(t.get("optional", False))
+                self.tensor(name, seq, _dims(t.get("shape")), dtype, encoding, kind, optional)
                 return kind
         self.leaves[name] = TfdsLeaf(
             name, kind or "unknown", (), "bytes", reason=f"unknown TFDS feature {kind or node!r}"
@@ -346,10 +697,13 @@ class _Reader:
         image = _image(channels, dtype)
         if channels not in (None, 1, 3, 4):
             leaf.reason = f"{channels}-channel images"
+        elif dtype == "float32" and channels in (None, 1) and not seq:
+            leaf.spec = FloatImage(shape or (None, None, 1))
         elif image is None:
-            leaf.reason = f"{dtype} images (tn.Image decodes uint8 / uint16 pixels)"
+            where = "a Sequence of " if seq else ""
+            leaf.reason = f"{where}{dtype} images (tn.Image decodes uint8 / uint16 pixels)"
         elif len(seq) > 1:
-            leaf.reason = "a Sequence of Sequences of images"
+            leaf.spec = NestedFrames(image, len(seq))
         else:
             leaf.spec = Frames(image, seq[0], shape) if seq else image
         if leaf.spec is None:
@@ -357,67 +711,108 @@ class _Reader:
         return kind
 
     def tensor(
-        self, name: str, seq: tuple, shape: tuple, dtype: str, encoding: str, kind: str
+        self,
+        name: str,
+        seq: tuple,
+        shape: tuple,
+        dtype: str,
+        encoding: str,
+        kind: str,
+        optional: bool = False,
     ) -> TfdsLeaf:
         full = (*seq, *shape)
         leaf = TfdsLeaf(name, kind, full, dtype)
-        if encoding not in ("none", ""):
-            leaf.detail = f"encoding={encoding}"
+        details = [f"encoding={encoding}"] if encoding not in ("none", "") else []
+        leaf.detail = ", ".join(details + ["optional"] * optional)
         self.leaves[name] = leaf
-        wire = (
-            "bytes" if dtype == "bytes" else ("float32" if dtype.startswith("float") else "int64")
-        )
-        unknown = full.count(None)
         if encoding in ("none", ""):
-            if dtype == "uint64":
-                leaf.reason = "uint64 values (TFDS stores their bits as int64)"
-            elif unknown == 0:
-                leaf.spec = FixedLen(full, dtype)
-            elif unknown == 1 and full[0] is None:
-                leaf.spec = VarLen(dtype, full[1:]) if dtype != "bytes" or not full[1:] else None
-                if leaf.spec is None:
-                    leaf.reason = "a list of strings of more than one dimension"
-            elif unknown == 1:
-                leaf.reason = f"an unknown dimension that is not the first, in shape {full}"
-            elif len(seq) > 1:
-                leaf.spec = _nested(name, dtype, full[len(seq) :], len(seq))
-                if leaf.spec is not None:
-                    return leaf
+            self.plain(leaf, seq, dtype, optional)
+            if leaf.wire:
+                return leaf
+        elif encoding not in ("bytes", "zlib"):
+            leaf.reason = f"Tensor encoding {encoding!r}"
+        elif seq:
+            if len(seq) == 1 and shape.count(None) < 2 and None not in shape[1:]:
+                leaf.spec = TensorList(dtype, shape, encoding, seq[0])
+            else:
+                leaf.reason = f"a Sequence of encoding={encoding} tensors of shape {shape}"
+        elif shape.count(None) > 1:
+            leaf.spec = ShapedTensor(dtype, shape, encoding)
+        elif encoding == "bytes" and None not in shape[1:]:
+            leaf.spec = Raw(dtype, tuple(-1 if d is None else d for d in shape))
+        elif None in shape[1:]:
+            leaf.reason = f"an unknown dimension that is not the first, in shape {shape}"
+        else:
+            leaf.spec = ZlibTensor(dtype, shape)
+        if leaf.spec is None and not leaf.wire:
+            if encoding in ("none", ""):
+                leaf.wire = {name: VarLen(_wire(dtype))}
+            else:
+                leaf.wire = {name: VarLen("bytes")}
+        return leaf
+
+    def plain(self, leaf: TfdsLeaf, seq: tuple, dtype: str, optional: bool) -> None:
+        """A Tensor of encoding "none": its values in one list of the wire kind (uint64
+        values as their int64 bits), reshaped; in nested Sequences, flat values and row
+        lengths. Sets leaf.spec, or leaf.reason (and leaf.wire for nested ones left)."""
+        full = leaf.shape
+        unknown = full.count(None)
+        read_as = "int64" if dtype == "uint64" else dtype
+        if unknown == 0:
+            leaf.spec = FixedLen(full, read_as, _missing(dtype, full) if optional else None)
+        elif unknown == 1 and full[0] is None:
+            if dtype != "bytes" or not full[1:]:
+                leaf.spec = VarLen(read_as, full[1:])
+            else:
+                leaf.reason = "a list of strings of more than one dimension"
+        elif unknown == 1:
+            leaf.reason = f"an unknown dimension that is not the first, in shape {full}"
+        elif len(seq) > 1:
+            # uint64: a Bits64 takes no row partitions (the decoder would not assemble them)
+            nested = (
+                None if dtype == "uint64" else _nested(leaf.name, dtype, full[len(seq) :], len(seq))
+            )
+            leaf.spec = nested
+            if nested is None:
                 leaf.reason = (
                     "a Sequence of Sequences (flat values + ragged_row_lengths) of "
                     f"{dtype} {full[len(seq) :]}: no nested Ragged column reads it"
                 )
-                leaf.wire = {f"{name}/ragged_flat_values": VarLen(wire)}
+                leaf.wire = {f"{leaf.name}/ragged_flat_values": VarLen(_wire(dtype))}
                 leaf.wire.update(
-                    {f"{name}/ragged_row_lengths_{k}": VarLen("int64") for k in range(len(seq) - 1)}
+                    {
+                        f"{leaf.name}/ragged_row_lengths_{k}": VarLen("int64")
+                        for k in range(len(seq) - 1)
+                    }
                 )
-                return leaf
-            else:
-                leaf.reason = f"shape {full} has several unknown dimensions"
-        elif seq:
-            leaf.reason = f"a Sequence of encoding={encoding} tensors"
-        elif shape.count(None) > 1:
-            leaf.reason = f"encoding={encoding} with several unknown dimensions (shape + value)"
-            leaf.wire = {f"{name}/shape": VarLen("int64"), f"{name}/value": FixedLen((), "bytes")}
-            return leaf
-        elif encoding == "bytes":
-            if None in shape[1:]:
-                leaf.reason = f"an unknown dimension that is not the first, in shape {shape}"
-            else:
-                leaf.spec = Raw(dtype, tuple(-1 if d is None else d for d in shape))
-        elif encoding == "zlib":
-            if None in shape[1:]:
-                leaf.reason = f"an unknown dimension that is not the first, in shape {shape}"
-            else:
-                leaf.spec = ZlibTensor(dtype, shape)
         else:
-            leaf.reason = f"Tensor encoding {encoding!r}"
-        if leaf.spec is None and not leaf.wire:
-            if encoding in ("none", ""):
-                leaf.wire = {name: VarLen(wire)}
-            else:
-                leaf.wire = {name: VarLen("bytes")}
-        return leaf
+            leaf.reason = f"shape {full} has several unknown dimensions"
+        if dtype == "uint64" and leaf.spec is not None:
+            leaf.spec = Bits64(leaf.spec)  # type: ignore[arg-type]
+
+
+def _wire(dtype: str) -> str:
+    """The dtype of the list TFDS writes a dtype's values into."""
+    if dtype == "bytes":
+        return "bytes"
+    return "float32" if np.dtype(dtype).kind == "f" else "int64"
+
+
+def _missing(dtype: str, shape: tuple) -> Any:
+    """What TFDS gives for an optional feature missing from a record: its default_value
+    (tensor_feature._default_value): b"" for strings, the dtype's least value for integers
+    (uint64: 0), False for bool; for floats the least value as the float32 list holds it
+    (float64's is -inf there, and so in tfds.as_numpy)."""
+    if dtype == "bytes":
+        value: Any = b""
+    elif dtype == "bool":
+        value = False
+    elif np.dtype(dtype).kind in "iu":
+        value = int(np.iinfo(dtype).min)
+    else:
+        with np.errstate(over="ignore"):
+            value = float(np.float32(np.finfo(dtype).min))
+    return np.full(shape, value, dtype=object if dtype == "bytes" else None) if shape else value
 
 
 def _image(channels: int | None, dtype: str) -> Image | None:

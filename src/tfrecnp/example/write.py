@@ -42,7 +42,7 @@ which calls `write`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -57,7 +57,14 @@ from ..format.frames import OVERHEAD_BYTES
 from ..format.writer import check_index_option
 from .spec import Sequence
 from .write_check import check_output
-from .write_inputs import InputColumn, Written, check_encoding, prepare, rows_per_slice
+from .write_inputs import (
+    InputColumn,
+    Written,
+    arrow_stream,
+    check_encoding,
+    prepare,
+    rows_per_slice,
+)
 from .write_sequence import SequenceColumn, encode_sequence_examples
 from .write_shards import Shards
 
@@ -319,7 +326,10 @@ def write(
     columns : dict
         {feature: column}, every column with the same first dimension: np.ndarray,
         np.memmap, h5py.Dataset, Zarr array, tn.Ragged, tn.BytesColumn, or a list of bytes,
-        str or lists.
+        str or lists. Or a pyarrow Table or a Hugging Face datasets.Dataset; or a
+        pyarrow.dataset.Dataset (a Parquet file or folder opened with
+        ``pyarrow.dataset.dataset``), Scanner or RecordBatchReader, read a record batch at a
+        time, so memory holds a few batches, never the table.
     encoding : {None, "list", "raw", "jpeg", "jpeg:Q", "png"} or dict, optional
         For every column, or a dict per column. None / "list": float_list / int64_list /
         bytes_list; "raw": each record's array as one bytes value (read back with tn.Raw);
@@ -348,6 +358,20 @@ def write(
     """
     if isinstance(sequence, str):
         raise TypeError(f"sequence takes a list of column names, not a str ({sequence!r})")
+    batches = arrow_stream(columns)
+    if batches is not None:  # a pyarrow dataset or reader: a record batch at a time
+        writer = Writer(
+            path,
+            encoding=encoding,
+            compression=compression,
+            records_per_shard=records_per_shard,
+            index=index,
+            progress=progress,
+            verify=verify,
+            sequence=sequence,
+            storage_options=storage_options,
+        )
+        return _write_stream(writer, batches)
     cols, n = prepare(columns, encoding, frozenset(sequence or ()))
     writer = Writer(
         path,
@@ -370,5 +394,14 @@ def write(
         except BaseException:
             writer.abort()
             raise
+    size = sum(fs.size(p) for p in writer.paths)
+    return WriteResult(writer.paths, writer.spec, writer.records, size)
+
+
+def _write_stream(writer: Writer, batches: Iterator[Any]) -> WriteResult:
+    """`write` of Arrow record batches pulled one at a time (a pyarrow dataset or reader)."""
+    with writer:
+        for batch in batches:
+            writer.write_batch(batch)
     size = sum(fs.size(p) for p in writer.paths)
     return WriteResult(writer.paths, writer.spec, writer.records, size)

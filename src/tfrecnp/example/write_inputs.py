@@ -13,7 +13,7 @@ reads the files back.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "InputColumn",
     "Written",
     "arrow_columns",
+    "arrow_stream",
     "bytes_block",
     "check_encoding",
     "key_order",
@@ -575,6 +576,17 @@ def arrow_columns(columns: Any) -> Any:
 
         return hf_columns(columns)
     return columns
+
+
+def arrow_stream(columns: Any) -> Iterator[Any] | None:
+    """The record batches of a ``pyarrow.dataset.Dataset`` or ``RecordBatchReader``, pulled
+    one at a time (`tfrecnp.example.arrow.record_batches`); None for any other input (a
+    Table is already in memory: it goes through `arrow_columns` whole, without copies)."""
+    if not (type(columns).__module__ or "").startswith("pyarrow"):
+        return None
+    from .arrow import record_batches
+
+    return record_batches(columns)
 
 
 def rows_per_slice(cols: list[InputColumn]) -> int:

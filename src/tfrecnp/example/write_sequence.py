@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .._core import encode, framing
+from .._util.offsets import offsets_of
 from ..errors import SchemaError
 from .columns import LazyRagged, Ragged
 
@@ -32,11 +33,8 @@ __all__ = ["SequenceColumn", "encode_sequence_examples", "varints"]
 def varints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The protobuf varints of non-negative int64 values: (bytes, n + 1 offsets)."""
     values = np.asarray(values, np.uint64)
-    size = np.ones(len(values), np.int64)
-    for k in range(1, 10):
-        size += values >= np.uint64(1 << (7 * k))
-    offsets = np.zeros(len(values) + 1, np.int64)
-    np.cumsum(size, out=offsets[1:])
+    size = _varint_size(values)
+    offsets = offsets_of(size)
     out = np.empty(int(offsets[-1]), np.uint8)
     for k in range(int(size.max(initial=0))):
         has = size > k
@@ -60,8 +58,7 @@ def _join(parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]], n: int) -> tup
     total = np.zeros(n, np.int64)
     for _, _, lengths in parts:
         total += lengths
-    offsets = np.zeros(n + 1, np.int64)
-    np.cumsum(total, out=offsets[1:])
+    offsets = offsets_of(total)
     out = np.empty(int(offsets[-1]), np.uint8)
     at = offsets[:-1].copy()
     for src, starts, lengths in parts:

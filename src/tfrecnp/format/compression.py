@@ -4,9 +4,12 @@ Detection reads the first bytes (a frame header's worth): a valid frame header m
 uncompressed; otherwise the gzip magic (1f 8b) or a zlib header (CMF/FLG with CM=8 and a
 checksum divisible by 31) names the codec. Streams decompress in bounded memory, a chunk at a time.
 
-A pass inflates with Python's zlib (ISA-L's igzip was faster, but on truncated streams it
-was seen to hold back a varying number of the last bytes, so what a pass delivered before
-damage depended on the run). Reads by position go through format/inflate_index.py.
+A pass inflates with ISA-L's igzip (`isal`, in the `gzip` extra) when it is installed, else
+with Python's zlib: the same bytes, faster. Where a stream is damaged or cut short, igzip
+holds back a varying number of the bytes before the damage, so there the reader starts
+over with zlib and carries on after the bytes igzip delivered: what a pass delivers before
+damage is zlib's, whatever the inflater. Reads by position go through
+format/inflate_index.py.
 """
 
 from __future__ import annotations
@@ -25,8 +28,20 @@ _READ_SIZE = 1 << 18
 
 
 def inflater() -> tuple[Any, tuple[type[BaseException], ...]]:
-    """(the module whose decompressobj a pass uses, the errors it raises on damage)."""
-    return zlib, (zlib.error,)
+    """(the module whose decompressobj a pass uses, the errors it raises on damage): isal's
+    isal_zlib when installed, else zlib."""
+    global _INFLATER
+    if _INFLATER is None:
+        try:
+            from isal import isal_zlib
+        except ImportError:
+            _INFLATER = (zlib, (zlib.error,))
+        else:
+            _INFLATER = (isal_zlib, (isal_zlib.error, zlib.error))
+    return _INFLATER
+
+
+_INFLATER: tuple[Any, tuple[type[BaseException], ...]] | None = None
 
 
 def normalize_compression(compression: str | None, *, allow_auto: bool = True) -> str | None:
@@ -62,11 +77,14 @@ class DecompressingReader(io.RawIOBase):
     end marker raises EOFError; damaged data raises zlib.error. Bytes are decompressed
     _READ_SIZE at a time whatever the caller asks for: zlib drops what a call decoded when
     it fails, so the bytes delivered before damage do not depend on how the stream is read.
-    module: a zlib-like module to inflate with (default: `inflater()`).
+    module: a zlib-like module to inflate with (default: `inflater()`); at damage, any
+    other than zlib gives way to zlib, which decompresses raw again from where it was at
+    the start (raw must seek) and delivers what follows the bytes already decompressed.
     """
 
     def __init__(self, raw: BinaryIO, compression: str, *, module: Any = None):
         self._raw = raw
+        self._origin = raw.tell() if raw.seekable() else None
         self._wbits = WBITS[compression]
         self._zlib, self._errors = (
             inflater()
@@ -78,6 +96,8 @@ class DecompressingReader(io.RawIOBase):
         self._output = memoryview(b"")  # decompressed, not yet read
         self._empty = True  # an empty file is zero records whatever its compression (as in TF)
         self._flushed = False  # a truncated stream's held-back bytes were asked for
+        self._made = 0  # bytes decompressed so far
+        self._skip = 0  # after a change to zlib: bytes it makes that were made already
 
     def readable(self) -> bool:
         return True
@@ -100,9 +120,10 @@ class DecompressingReader(io.RawIOBase):
                 self._input = self._raw.read(_READ_SIZE)
                 if not self._input:
                     if not self._codec.eof and not self._empty:
+                        if self._to_zlib():  # cut short: zlib says what comes before the cut
+                            continue
                         tail = b"" if self._flushed else self._flush()
-                        if tail:  # what the inflate held back comes out first
-                            self._output = memoryview(tail)
+                        if tail and self._kept(tail):  # held back by the inflate: out first
                             return True
                         raise EOFError("the compressed stream ends before its end marker")
                     return False
@@ -112,11 +133,37 @@ class DecompressingReader(io.RawIOBase):
             try:
                 data = self._codec.decompress(self._input, _READ_SIZE)
             except self._errors as e:  # callers catch zlib.error
+                if self._to_zlib():
+                    continue
                 raise zlib.error(str(e)) from None
             self._input = self._codec.unconsumed_tail or self._codec.unused_data
-            if data:
-                self._output = memoryview(data)
+            if data and self._kept(data):
                 return True
+
+    def _kept(self, data: bytes) -> bool:
+        """Put what data holds beyond the bytes to skip into self._output; False if none."""
+        if self._skip:
+            cut = min(self._skip, len(data))
+            self._skip -= cut
+            data = data[cut:]
+            if not data:
+                return False
+        self._made += len(data)
+        self._output = memoryview(data)
+        return True
+
+    def _to_zlib(self) -> bool:
+        """At damage, an inflater other than zlib gives way to zlib, which starts over
+        (skipping the bytes made so far): True if it did."""
+        if self._zlib is zlib or self._origin is None:
+            return False
+        self._raw.seek(self._origin)
+        self._zlib, self._errors = zlib, (zlib.error,)
+        self._codec = zlib.decompressobj(self._wbits)
+        self._input = b""
+        self._skip = self._made
+        self._made = 0
+        return True
 
     def _flush(self) -> bytes:
         self._flushed = True

@@ -3,7 +3,8 @@
     uint64 length | uint32 masked CRC32C of length | payload | uint32 masked CRC32C of payload
 
 Every module that walks, sizes or checks frames in Python takes these names from here (the
-compiled core keeps its own copy, checked against these by a test)."""
+compiled core names its own copy once, in _core/crc32c.h; tests/test_frames.py checks that
+the core writes and walks frames of this geometry)."""
 
 from __future__ import annotations
 

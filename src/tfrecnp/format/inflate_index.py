@@ -4,8 +4,10 @@ and the 32 KiB window that let inflate start there).
 
 The checkpoints are made and used by `rapidgzip` (the `gzip` extra): of the libraries
 considered it is the one that reads both GZIP and ZLIB streams (indexed_gzip refuses zlib
-streams) and concatenated gzip members, builds its checkpoints on both cores, and exports and
-imports them. They are kept in a sidecar beside the shard's `.idx`, ``<shard>.zran.idx``:
+streams) and concatenated gzip members, and exports and imports its checkpoints. A build
+inflates on one thread (rapidgzip's parallel mode decodes each chunk twice, before and after
+its window is known, which was slower on two cores) while this one walks the frames in
+what it inflated. They are kept in a sidecar beside the shard's `.idx`, ``<shard>.zran.idx``:
 
     TFRECNP-ZRAN 1\\n
     one line of JSON: the shard's size, mtime_ns and the CRC-32 of its first HEAD_BYTES
@@ -33,10 +35,12 @@ import contextlib
 import io
 import json
 import os
+import sys
 import threading
 import weakref
 import zlib
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +51,7 @@ from .._util import fs
 from .._util.atomic import atomic_output
 from .._util.optional import import_module
 from .._util.progress import Progress
+from .._util.threads import run_ahead
 from ..errors import CorruptRecordError, RandomAccessError
 from .frames import OVERHEAD_BYTES
 
@@ -73,12 +78,15 @@ READ_BYTES = 4 << 20  # a build decompresses this much at a time
 PROGRESS_BYTES = 64 << 20  # a build of a shard this large shows a progress bar
 CACHE_BYTES = 128 << 20  # decoded spans a dataset keeps for reads by position, at most
 IDLE_HANDLES = 4  # rapidgzip handles kept per shard for the next read, at most
+BUILD_THREADS = 1  # rapidgzip's threads in a build (see the module docstring)
 EXTRA = "gzip"
 PIP_LINE = f"pip install 'tfrecnp[{EXTRA}]'"
 
 
 def have_rapidgzip() -> bool:
     """Whether the `gzip` extra's rapidgzip is installed (reads by position need it)."""
+    if "rapidgzip" in sys.modules:  # ds[i] asks on every call: once imported, a look-up
+        return sys.modules["rapidgzip"] is not None
     try:
         import_module("rapidgzip")
     except ImportError:
@@ -129,25 +137,25 @@ def _open(path: str, parallelization: int) -> Any:
 def build_checkpoints(
     path: str, compression: str, *, progress: bool = True, frames: _FrameWalk | None = None
 ) -> Checkpoints:
-    """Decompress the shard once (on every core) and keep rapidgzip's checkpoints. A
-    damaged stream keeps those before the damage, enough for the records before it.
+    """Decompress the shard once and keep rapidgzip's checkpoints. A damaged stream keeps
+    those before the damage, enough for the records before it.
     frames: a walk of the frame headers fed the same decompressed bytes (one pass for both)."""
     stamp = _stamp(path)
     size = stamp["size"]
     show = progress and size >= PROGRESS_BYTES
     label = f"checkpoints for reads by position of {fs.basename(path)}"
-    handle = _open(path, os.cpu_count() or 1)
+    handle = _open(path, BUILD_THREADS)
+    pieces = run_ahead(_pieces(handle), 1)  # inflated in a thread, walked in this one
     try:
-        buf = bytearray(READ_BYTES)
         exported = io.BytesIO()
         try:
             with Progress(label, total_bytes=size, enabled=show, unit="MiB") as bar:
                 done = 0
-                while n := handle.readinto(buf):
+                for buf, n, read in pieces:
                     if frames is not None:
                         frames.feed(buf, n)
-                    bar.update(n >> 20, handle.tell_compressed() - done)
-                    done = handle.tell_compressed()
+                    bar.update(n >> 20, read - done)
+                    done = read
             handle.export_index(exported)
         except (RuntimeError, ValueError):  # rapidgzip's words for a damaged stream
             if frames is not None:
@@ -155,8 +163,19 @@ def build_checkpoints(
             return _damaged_checkpoints(path, compression, stamp)
         starts = sorted({*handle.block_offsets().values(), handle.tell()})
     finally:
+        pieces.close()
         close(handle)
     return Checkpoints(path, compression, stamp, np.array(starts, np.int64), exported.getvalue())
+
+
+def _pieces(handle: Any) -> Iterator[tuple[bytearray, int, int]]:
+    """(buffer, bytes in it, compressed bytes read so far) of a handle's stream, READ_BYTES
+    at a time; three buffers in turn (one filling, one queued, one being walked)."""
+    bufs = [bytearray(READ_BYTES) for _ in range(3)]
+    k = 0
+    while n := handle.readinto(bufs[k]):
+        yield bufs[k], n, handle.tell_compressed()
+        k = (k + 1) % 3
 
 
 class _FrameWalk:
@@ -363,8 +382,10 @@ class Inflated:
         self.cp = cp
         self.cache = cache
         self.key = (cp.path, cp.stamp["size"], cp.stamp["mtime_ns"])  # spans of this shard
+        self._starts = cp.starts.tolist()  # bisected per read: a list's items are cheaper
         self._idle: list[Any] = []
         self._lock = threading.Lock()
+        self._decoding: dict[int, threading.Lock] = {}  # spans being decoded, by number
         self._closed = False
 
     def _take(self) -> Any:
@@ -442,29 +463,42 @@ class Inflated:
         """Fill view from byte `offset` of the decompressed stream; returns the bytes read
         (fewer at the end of the stream). Spans the read covers whole are decoded straight
         into view; the ends of a read go through the cache."""
-        starts = self.cp.starts
-        end = min(offset + len(view), self.cp.inflated_size)
+        starts = self._starts
+        end = min(offset + len(view), starts[-1])
         if offset >= end:
             return 0
         k = bisect.bisect_right(starts, offset) - 1
         pos = offset
         while pos < end:
-            a, b = int(starts[k]), int(starts[k + 1])
+            a, b = starts[k], starts[k + 1]
             hi = min(end, b)
             target = view[pos - offset : hi - offset]
-            span = self.cache.get((*self.key, k))
+            span = self.cache.get((self.key, k))
             if span is not None:
                 target[:] = span[pos - a : hi - a]
             elif pos == a and hi == b:
                 self._decode(a, target)
             else:
-                span = np.empty(b - a, np.uint8)
-                self._decode(a, memoryview(span))
-                self.cache.put((*self.key, k), span)
-                target[:] = span[pos - a : hi - a]
+                target[:] = self._span(k, a, b)[pos - a : hi - a]
             pos = hi
             k += 1
         return end - offset
+
+    def _span(self, k: int, a: int, b: int) -> np.ndarray:
+        """Span k (stream bytes a..b), decoded into the cache unless it is there: one thread
+        decodes it while the others that need it wait (threads reading neighbouring records
+        would otherwise each decode it)."""
+        with self._lock:
+            busy = self._decoding.setdefault(k, threading.Lock())
+        with busy:
+            span = self.cache.get((self.key, k))
+            if span is None:
+                span = np.empty(b - a, np.uint8)
+                self._decode(a, memoryview(span))
+                self.cache.put((self.key, k), span)
+        with self._lock:
+            self._decoding.pop(k, None)
+        return span
 
     def close(self) -> None:
         with self._lock:

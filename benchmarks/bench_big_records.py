@@ -1,0 +1,308 @@
+"""Big records against the machine's limit (issue 26): raw tensors and encoded images.
+
+The limit: the file read from the page cache in 8 MiB chunks into one reused buffer, and
+every frame's header and payload CRC32C checked by our core (`framing.check_frames`), one
+thread, nothing decoded. Then tfrecnp's `tn.open(path, spec).batches(B)` (every column
+touched as NumPy) for B = 32, 1024, 8192, unshuffled and with `shuffle=10_000`, timed
+round-robin with the limit in one process, as a fraction of it. Peers at batch 1024, each
+in its own process: TensorFlow's best pipeline (`TFRecordDataset -> batch -> map(
+parse_example + decode_raw, AUTOTUNE) -> prefetch`, every output's `.numpy()`), and
+rustfrecord (a Rust reader into torch tensors; records stacked into batches of 1024) when
+the interpreter named by TFRECNP_RUSTFRECORD_PYTHON has it (it pins torch 2.2.0 and
+numpy 1.24.4, so it lives in a venv of its own).
+
+Files, written once by our writer into bench-data/big-records/:
+
+- raw16k: 64x64 float32 tensors (16 KiB) as one bytes value, read as tn.Raw("float32", (64, 64));
+- raw256k: 256x256 float32 tensors (256 KiB), tn.Raw("float32", (256, 256));
+- jpeg: ~16 KiB JPEG payloads, read as tn.Bytes() (not decoded);
+- jpeg-raw: the same file read as a tn.Raw("uint8") column (a Ragged of bytes).
+
+    python benchmarks/run.py big_records [--runs N] [--quick] [--cases raw16k,jpeg]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DATA_DIR, Result, interleaved, print_table, run_peer, warm_page_cache
+
+RECORD_MIB = 256  # file size of each case (MiB of payload); --quick: an eighth
+BATCHES = (32, 1024, 8192)
+SHUFFLES = (0, 10_000)
+CHUNK = 8 << 20  # the limit's read size
+PEER_BATCH = 1024
+CASES = {  # name: (file, record bytes)
+    "raw16k": ("raw16k", 64 * 64 * 4),
+    "raw256k": ("raw256k", 256 * 256 * 4),
+    "jpeg": ("jpeg16k", 16 << 10),
+    "jpeg-raw": ("jpeg16k", 16 << 10),
+}
+
+
+def _spec(case: str):
+    import tfrecnp as tn
+
+    return {
+        "raw16k": {"data": tn.Raw("float32", shape=(64, 64)), "label": tn.FixedLen((), "int64")},
+        "raw256k": {
+            "data": tn.Raw("float32", shape=(256, 256)),
+            "label": tn.FixedLen((), "int64"),
+        },
+        "jpeg": {"image": tn.Bytes(), "label": tn.FixedLen((), "int64")},
+        "jpeg-raw": {"image": tn.Raw("uint8"), "label": tn.FixedLen((), "int64")},
+    }[case]
+
+
+def _jpegs(count: int) -> list[bytes]:
+    """`count` distinct JPEGs of about 16 KiB (noise over a gradient, 160x160, quality 90)."""
+    import io
+
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    out = []
+    ramp = np.linspace(0, 255, 160, dtype=np.float32)
+    for _ in range(count):
+        base = ramp[None, :, None] + ramp[:, None, None] * 0.5
+        img = np.clip(base + rng.normal(0, 40, (160, 160, 3)), 0, 255).astype(np.uint8)
+        buf = io.BytesIO()
+        Image.fromarray(img).save(buf, format="JPEG", quality=90)
+        out.append(buf.getvalue())
+    return out
+
+
+def _path(name: str, quick: bool) -> Path:
+    return DATA_DIR / "big-records" / f"{name}{'-quick' if quick else ''}.tfrecord"
+
+
+def _make(name: str, record_bytes: int, quick: bool) -> Path:
+    import tfrecnp as tn
+
+    path = _path(name, quick)
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = (RECORD_MIB << 20) // record_bytes // (8 if quick else 1)
+    rng = np.random.default_rng(0)
+    if name.startswith("jpeg"):
+        pool = _jpegs(64)
+        images = [pool[i % len(pool)] for i in range(n)]
+        cols = {"image": images, "label": np.arange(n, dtype=np.int64)}
+        encoding = None
+    else:
+        side = round((record_bytes // 4) ** 0.5)
+        data = rng.random((n, side, side), dtype=np.float32)
+        cols = {"data": data, "label": np.arange(n, dtype=np.int64)}
+        encoding = {"data": "raw"}
+    tmp = path.with_name(path.name + ".part")
+    tn.write(tmp, cols, encoding=encoding, progress=False)
+    os.replace(tmp, path)
+    return path
+
+
+def limit_pass(path: Path, buf: np.ndarray | None = None) -> int:
+    """Read the file in CHUNK-byte reads into one buffer, checking every frame and payload
+    CRC with the core; a frame cut by the chunk's end is moved to the front. Records."""
+    from tfrecnp._core import framing
+
+    if buf is None:
+        buf = np.empty(CHUNK, np.uint8)
+    starts = np.empty(CHUNK // 16 + 1, np.int64)
+    ends = np.empty_like(starts)
+    view = memoryview(buf)
+    have, records = 0, 0
+    with open(path, "rb", buffering=0) as f:
+        while True:
+            if have == len(buf):  # one frame larger than the buffer: grow it
+                bigger = np.empty(2 * len(buf), np.uint8)
+                bigger[:have] = buf[:have]
+                buf, view = bigger, memoryview(bigger)
+                starts = np.empty(len(buf) // 16 + 1, np.int64)
+                ends = np.empty_like(starts)
+            got = f.readinto(view[have:])
+            if not got:
+                break
+            have += got
+            _, pos, n, _, bad = framing.check_frames(
+                buf[:have], 0, len(starts), starts, ends, 0, 0, True
+            )
+            if bad >= 0:
+                raise ValueError(f"CRC mismatch at {bad}")
+            records += n
+            buf[: have - pos] = buf[pos:have]
+            have -= pos
+    return records
+
+
+def _touch(batch: dict) -> int:
+    import tfrecnp as tn
+
+    n = 0
+    for col in batch.values():
+        arr = col.values if isinstance(col, tn.Ragged) else col
+        arr = arr.data if isinstance(arr, tn.BytesColumn) else arr
+        np.asarray(arr)
+        n = len(col)
+    return n
+
+
+def _tn_pass(ds, batch: int, shuffle: int) -> int:
+    return sum(_touch(b) for b in ds.batches(batch, shuffle=shuffle, seed=0))
+
+
+def _tf_side(case: str, path: str, runs: int) -> None:
+    import tensorflow as tf
+
+    FL = tf.io.FixedLenFeature
+    key = "image" if case.startswith("jpeg") else "data"
+    spec = {key: FL([], tf.string), "label": FL([], tf.int64)}
+    side = {"raw16k": 64, "raw256k": 256}.get(case)
+
+    def parse(s):
+        out = tf.io.parse_example(s, spec)
+        if side:
+            out[key] = tf.reshape(tf.io.decode_raw(out[key], tf.float32), [-1, side, side])
+        return out
+
+    seconds, got = [], 0
+    for _ in range(runs):
+        ds = (
+            tf.data.TFRecordDataset(path)
+            .batch(PEER_BATCH)
+            .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+            .prefetch(2)
+        )
+        t0 = time.perf_counter()
+        got = 0
+        for b in ds:
+            for col in b.values():
+                col.numpy()
+            got += len(b["label"])
+        seconds.append(time.perf_counter() - t0)
+    print(json.dumps({"seconds": seconds, "records": got}))
+
+
+def _rust_side(case: str, path: str, runs: int) -> None:
+    """rustfrecord: one dict of tensors per record, stacked into batches of PEER_BATCH."""
+    import torch
+    from rustfrecord import Reader
+
+    key = "image" if case.startswith("jpeg") else "data"
+    side = {"raw16k": 64, "raw256k": 256}.get(case)
+    seconds, got = [], 0
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        got, rows, labels = 0, [], []
+        for features in Reader(path, compressed=False):
+            value = features[key][0]
+            rows.append(value.view(torch.float32).reshape(side, side) if side else value)
+            labels.append(features["label"])
+            if len(rows) == PEER_BATCH:
+                if side:
+                    torch.stack(rows)
+                torch.cat(labels)
+                got += len(rows)
+                rows, labels = [], []
+        got += len(rows)
+        seconds.append(time.perf_counter() - t0)
+    print(json.dumps({"seconds": seconds, "records": got}))
+
+
+def _rust_peer(case: str, path: Path, runs: int) -> dict:
+    python = os.environ.get("TFRECNP_RUSTFRECORD_PYTHON")
+    if not python:
+        return {
+            "skip": "not installed: rustfrecord pins torch 2.2.0 (CUDA) and numpy 1.24.4; "
+            "set TFRECNP_RUSTFRECORD_PYTHON to a venv's python that has it"
+        }
+    proc = subprocess.run(
+        [python, __file__, "--side", "rustfrecord", case, str(path), str(runs)],
+        capture_output=True,
+        text=True,
+    )
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode == 0 and lines:
+        return json.loads(lines[-1])
+    return {"skip": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench_big_records", description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3, help="passes per case (median)")
+    parser.add_argument("--quick", action="store_true", help="small files, one batch size")
+    parser.add_argument("--cases", default=",".join(CASES), help="which files and specs")
+    parser.add_argument("--batches", default=None, help="batch sizes (default 32,1024,8192)")
+    parser.add_argument("--shuffles", default=None, help="shuffle buffers (default 0,10000)")
+    parser.add_argument("--no-peers", action="store_true", help="tfrecnp and the limit only")
+    parser.add_argument("--side", nargs=4, help=argparse.SUPPRESS)
+    args, _ = parser.parse_known_args(argv)
+    if args.side:
+        side, case, path, runs = args.side
+        (_tf_side if side == "tensorflow" else _rust_side)(case, path, int(runs))
+        return 0
+    import tfrecnp as tn
+
+    batches = [int(b) for b in args.batches.split(",")] if args.batches else list(BATCHES)
+    shuffles = [int(s) for s in args.shuffles.split(",")] if args.shuffles else list(SHUFFLES)
+    runs = 1 if args.quick else args.runs
+    if args.quick and not args.batches:
+        batches = [32, 1024]
+    print(
+        "Big records: tfrecnp batches(B) as a fraction of the machine's limit (read in 8 MiB "
+        "chunks + every CRC32C, one thread), TensorFlow and rustfrecord at batch 1024"
+    )
+    for case in args.cases.split(","):
+        name, size = CASES[case]
+        path = _make(name, size, args.quick)
+        warm_page_cache(path)
+        nbytes = path.stat().st_size
+        buf = np.empty(CHUNK, np.uint8)
+        cases = {"read + CRC32C (limit)": lambda path=path, buf=buf: limit_pass(path, buf)}
+        opened = []  # one dataset per case, as one training run opens one: its buffers
+        for b in batches:  # are reused pass after pass, not churned by the other cases
+            for s in shuffles:
+                label = f"tfrecnp batches({b})" + (f" shuffle={s:,}" if s else "")
+                opened.append(tn.open(path, _spec(case)))
+                cases[label] = lambda b=b, s=s, ds=opened[-1]: _tn_pass(ds, b, s)
+        n = len(opened[0])
+        for fn in cases.values():  # warm-up: spares, page cache
+            fn()
+        timed = interleaved(cases, runs)
+        rows = [
+            Result(label, wall, nbytes, n, extra={"cpu": cpu})
+            for label, (wall, cpu) in timed.items()
+        ]
+        peer = "-"
+        if not args.no_peers:
+            tf = run_peer(__file__, ["tensorflow", case, path, runs], flag="--side")
+            rust = _rust_peer(case, path, runs)
+            peer = f"tf.data batch({PEER_BATCH})"
+            for label, got in ((peer, tf), (f"rustfrecord batch({PEER_BATCH})", rust)):
+                if "skip" in got:
+                    rows.append(Result(label, [1.0], 0, 0, note=f"skipped: {got['skip']}"))
+                else:
+                    rows.append(Result(label, got["seconds"], nbytes, got["records"]))
+        mib = nbytes / (1 << 20)
+        print_table(
+            f"{case}: {n:,} records, {mib:.0f} MiB ({opened[0].spec})",
+            rows,
+            limit="read + CRC32C (limit)",
+            peer=peer,
+        )
+        for ds in opened:
+            ds.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

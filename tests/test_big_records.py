@@ -1,0 +1,124 @@
+"""Large blocks of big records (issue 26): read, checked and decoded in pieces by the crew,
+each piece's fixed-shape columns copied into their rows of the block (`RowBlocks`).
+
+TensorFlow is the oracle for the values; damage is named as the record reader names it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import protowire as pw
+import pytest
+
+import tfrecnp as tn
+from tfrecnp._util.spares import Spares
+from tfrecnp.data import record_dataset
+from tfrecnp.data.blocks import RowBlocks
+from tfrecnp.example.columns import BytesColumn
+from tfrecnp.format.payloads import Origins
+
+SIDE = (32, 40)  # 5 KiB of float32: past BIG_RECORD_BYTES
+SPEC = {"label": tn.FixedLen((), "int64"), "x": tn.Raw("float32", shape=SIDE)}
+N = 700
+
+
+@pytest.fixture(scope="module")
+def tensors(tf_write, tmp_path_factory):
+    """N records of a float32 tensor and a label, written by TensorFlow: (path, tensors)."""
+    rng = np.random.default_rng(11)
+    x = rng.standard_normal((N, *SIDE), dtype=np.float32)
+    x[:, 0, 0] += np.arange(N)  # rows that differ in a way a misplaced row would show
+    payloads = [
+        pw.simple_example({"label": (pw.INT64, [i]), "x": (pw.BYTES, [x[i].tobytes()])})
+        for i in range(N)
+    ]
+    path = tf_write(tmp_path_factory.mktemp("tensors") / "t.tfrecord", payloads)
+    return path, x
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Blocks past 64 KiB decoded in pieces of about 32 KiB (six records)."""
+    monkeypatch.setattr(record_dataset, "WHOLE_BLOCK_BYTES", 64 << 10)
+    monkeypatch.setattr(record_dataset, "PIECE_BYTES", 32 << 10)
+
+
+def _tf_parse(tf, path):
+    spec = {"label": tf.io.FixedLenFeature([], tf.int64), "x": tf.io.FixedLenFeature([], tf.string)}
+    out = {"label": [], "x": []}
+    for batch in tf.data.TFRecordDataset(str(path)).batch(256):
+        parsed = tf.io.parse_example(batch, spec)
+        out["label"].append(parsed["label"].numpy())
+        out["x"].append(tf.reshape(tf.io.decode_raw(parsed["x"], tf.float32), [-1, *SIDE]).numpy())
+    return {k: np.concatenate(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+@pytest.mark.parametrize("batch_size", [7, 64, 500])
+def test_large_blocks_of_big_records_are_decoded_in_pieces(
+    tf, tensors, small_pieces, batch_size, indexed, monkeypatch
+):
+    path, _ = tensors
+    ds = tn.open(path, SPEC)
+    if indexed:
+        assert len(ds) == N and ds._by_position()  # each crew member reads its piece
+    decoded = []
+    decode = record_dataset.RecordSource._decode
+
+    def counting(self, batch, threads=None):  # the real decode, its batch sizes noted
+        decoded.append(len(batch))
+        return decode(self, batch, threads)
+
+    monkeypatch.setattr(record_dataset.RecordSource, "_decode", counting)
+    got = list(ds.batches(batch_size))
+    assert max(decoded) <= 8 and len(decoded) >= N // 8  # pieces, whatever the batch
+    assert [len(b["label"]) for b in got[:-1]] == [batch_size] * (len(got) - 1)
+    theirs = _tf_parse(tf, path)
+    assert np.array_equal(np.concatenate([b["label"] for b in got]), theirs["label"])
+    assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"])
+
+
+def test_a_damaged_record_in_a_piece_is_named_after_the_good_ones(tensors, small_pieces, tmp_path):
+    path, x = tensors
+    at = int(tn.framing.scan_file(path, use_index=False).offsets[413])
+    data = bytearray(Path(path).read_bytes())
+    data[at + 12 + 1500] ^= 0x08  # one bit of record 413's tensor
+    damaged = tmp_path / "damaged.tfrecord"
+    damaged.write_bytes(data)
+    with pytest.raises(tn.CorruptRecordError) as theirs:
+        list(tn.RecordReader(damaged).batches(1000))
+    for indexed in (False, True):
+        ds = tn.open(damaged, SPEC)
+        if indexed:
+            len(ds)
+        got = []
+        with pytest.raises(tn.CorruptRecordError) as ours:
+            for batch in ds.batches(300):
+                got.append(batch["label"])
+        assert np.array_equal(np.concatenate(got), np.arange(300))  # the whole batches before
+        assert (ours.value.path, ours.value.record, ours.value.offset) == (str(damaged), 413, at)
+        assert "payload CRC mismatch" in str(ours.value)
+        assert str(ours.value) == str(theirs.value)
+    ds = tn.open(damaged, SPEC, on_error="skip")
+    kept = list(ds.batches(300))
+    assert np.array_equal(np.concatenate([b["label"] for b in kept]), np.delete(np.arange(N), 413))
+    assert np.array_equal(np.concatenate([b["x"] for b in kept]), np.delete(x, 413, axis=0))
+    assert [(e.record, e.offset) for e in ds.corruptions] == [(413, at)]
+
+
+def test_row_blocks_put_pieces_in_place_across_block_bounds():
+    rows = RowBlocks(5, frozenset({"x"}), Spares())
+    values = np.arange(12 * 3, dtype=np.float32).reshape(12, 3)
+    names = [b"%d" % i for i in range(12)]
+
+    def piece(a, b):
+        cols = {"x": values[a:b], "name": BytesColumn.from_list(names[a:b])}
+        return rows.place(a, cols, 10 * (b - a), Origins.run("f", a, b - a)), None
+
+    out = list(rows.blocks([piece(0, 3), piece(3, 9), piece(9, 12)]))  # the second straddles
+    assert [b.n for b in out] == [5, 5, 2]
+    assert np.array_equal(np.concatenate([b.cols["x"] for b in out]), values)
+    assert [v for b in out for v in b.cols["name"].to_list()] == names
+    assert [b.where(1) for b in out] == [("f", 1), ("f", 6), ("f", 11)]
+    assert sum(b.nbytes for b in out) == 120
