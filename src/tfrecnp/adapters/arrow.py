@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from .._util.threads import close_iterator
 from ..errors import SchemaError
 from ..example.arrow import pyarrow, to_arrow
 
@@ -47,9 +48,7 @@ def arrow_reader(
                 batch = to_arrow(cols, text=text)
                 yield batch if batch.schema == schema else _conform(batch, schema)
         finally:
-            close = getattr(it, "close", None)
-            if close is not None:
-                close()
+            close_iterator(it)
 
     stream = whole() if batch_size is None else _cut(whole(), batch_size)
     return pa.RecordBatchReader.from_batches(schema, stream)

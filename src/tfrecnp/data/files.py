@@ -35,6 +35,7 @@ import numpy as np
 
 from .._core import framing
 from .._util import fs
+from .._util.offsets import offsets_of
 from .._util.spares import Spares
 from .._util.text import format_count
 from ..errors import SALVAGE_HINT, CorruptRecordError, RandomAccessError
@@ -375,8 +376,7 @@ def _read_frames(files: Files, f: int, a: int, b: int, view: memoryview) -> np.n
     bytes; those are never read (nor walked into by check_frames)."""
     off, ln = files.file_index(f)
     offsets, sizes = off[a:b], ln[a:b] + OVERHEAD_BYTES
-    starts = np.zeros(len(sizes) + 1, np.int64)
-    np.cumsum(sizes, out=starts[1:])
+    starts = offsets_of(sizes)
     gaps = np.flatnonzero(offsets[:-1] + sizes[:-1] != offsets[1:]) + 1
     cuts = [0, *gaps.tolist(), len(sizes)]
     parts = [view[int(starts[lo]) : int(starts[hi])] for lo, hi in itertools.pairwise(cuts)]
@@ -457,8 +457,7 @@ def read_rows(files: Files, ids: np.ndarray) -> RecordBatch:
     sizes = files.lengths[every] + OVERHEAD_BYTES
     buf = files.spares.empty(int(sizes.sum()))
     view = memoryview(buf)
-    starts = np.zeros(len(every) + 1, np.int64)
-    np.cumsum(sizes, out=starts[1:])
+    starts = offsets_of(sizes)
     heads = np.cumsum(count) - count  # each run's first position in `every`
     offsets = files.offsets[every]
     inner = offsets[1:] != offsets[:-1] + sizes[:-1]  # index gaps (skip mode) inside runs

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.threads import close_iterator
 from ..errors import SchemaError
 from ..example.columns import concat_columns, slice_column, take_column
 from ..example.padding import padder
@@ -151,9 +152,7 @@ class _Stream:
         return pieces
 
     def close(self) -> None:
-        close = getattr(self.batches, "close", None)
-        if close is not None:
-            close()
+        close_iterator(self.batches)
 
 
 class Mixed:

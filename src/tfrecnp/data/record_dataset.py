@@ -27,7 +27,7 @@ import numpy as np
 from .._util import fs
 from .._util.spares import Spares
 from .._util.text import format_count
-from .._util.threads import CPUS, ordered_map, run_ahead
+from .._util.threads import CPUS, close_iterator, ordered_map, run_ahead
 from ..errors import CorruptRecordError
 from ..example.decode import Decoder
 from ..example.image import ImageDecodeError
@@ -293,9 +293,7 @@ class RecordSource(Source):
                     raise damage
         finally:
             for stage in reversed(stages):
-                close = getattr(stage, "close", None)
-                if close is not None:
-                    close()
+                close_iterator(stage)
 
     def makes_ahead(self, start: int, stop: int | None, shuffle: Shuffle) -> bool:
         """The crew: small records in file order, and big ones in pieces."""

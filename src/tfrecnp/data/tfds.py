@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._util import fs
+from .._util.offsets import offsets_of
 from ..errors import CorruptRecordError, SchemaError
 from ..example.infer import infer_spec
 from ..example.spec import Feature, VarLen, kind_of
@@ -289,7 +290,7 @@ def read_order(
     tf.data's interleave(cycle_length=cycle, block_length=block) reads the pieces (file,
     skip, take): slots filled as their turn comes, a finished piece's slot left empty until
     its next turn."""
-    firsts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    firsts = offsets_of(lengths)
     pending = [(int(firsts[f]) + skip, take) for f, skip, take in pieces if take > 0]
     slots: list[list[int] | None] = [None] * max(1, cycle)
     runs: list[tuple[int, int]] = []
@@ -628,7 +629,7 @@ def open_tfds(
         )
     inner = RecordSource.of(paths, wire_spec(spec), verify_crc=verify_crc, on_error=on_error)
     cycle = 1 if info.disable_shuffling else INTERLEAVE_CYCLE
-    firsts = np.concatenate([[0], np.cumsum(lengths)]).astype(int)
+    firsts = offsets_of(lengths)
     runs = [(int(firsts[f]) + skip, take) for f, skip, take in pieces]
     contiguous = all(a + n == b for (a, n), (b, _) in itertools.pairwise(runs))
     total = sum(n for _, n in runs)

@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 
+from .._util.offsets import offsets_of
 from ..errors import SchemaError
 from .columns import BytesColumn, Ragged
 from .image import Image
@@ -183,9 +184,7 @@ class ZlibTensor(Feature):
             if np.any(sizes % max(row_bytes, 1)):
                 raise SchemaError(f"feature {name!r}: tensor bytes are not whole rows of {raw}")
             values = np.frombuffer(b"".join(rows), self.dtype).reshape(-1, *raw.row_shape)
-            splits = np.zeros(len(rows) + 1, np.int64)
-            np.cumsum(sizes // max(row_bytes, 1), out=splits[1:])
-            return Ragged(values, splits)
+            return Ragged(values, offsets_of(sizes // max(row_bytes, 1)))
         if np.any(sizes != row_bytes):
             i = int(np.flatnonzero(sizes != row_bytes)[0])
             raise SchemaError(
@@ -474,9 +473,7 @@ def _raw_rows(
     data = np.frombuffer(memoryview(flat.data)[: int(flat.offsets[-1])], dtype)
     data = data[int(flat.offsets[0]) // item :] if len(flat) else data[:0]
     if shape and shape[0] is None:
-        splits = np.zeros(len(flat) + 1, np.int64)
-        np.cumsum(sizes // unit, out=splits[1:])
-        return Ragged(data.reshape(-1, *shape[1:]), splits)
+        return Ragged(data.reshape(-1, *shape[1:]), offsets_of(sizes // unit))
     return data.reshape(len(flat), *shape)
 
 

@@ -21,6 +21,7 @@ import numpy as np
 
 from .._core import encode
 from .._util.memory import page_releaser
+from .._util.offsets import offsets_of, pack_bytes
 from .._util.sizing import records_per_batch
 from ..errors import SchemaError
 from ..format.frames import OVERHEAD_BYTES
@@ -225,10 +226,8 @@ def bytes_block(name: str, values: np.ndarray, row_of):
         lengths = np.where(
             nonzero.any(axis=1), width - np.argmax(nonzero[:, ::-1], axis=1), 0
         ).astype(np.int64)
-        offsets = np.zeros(flat.size + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
         data = u8[np.arange(width) < lengths[:, None]]
-        return data, offsets
+        return data, offsets_of(lengths)
     items = values.reshape(-1).tolist()
     out = []
     for i, v in enumerate(items):
@@ -241,10 +240,7 @@ def bytes_block(name: str, values: np.ndarray, row_of):
                 "tn.Ragged(values, row_splits))"
             )
         out.append(v)
-    lengths = np.fromiter(map(len, out), np.int64, len(out))
-    offsets = np.zeros(len(out) + 1, np.int64)
-    np.cumsum(lengths, out=offsets[1:])
-    return np.frombuffer(b"".join(out), np.uint8), offsets
+    return pack_bytes(out)
 
 
 class _ArrayColumn(InputColumn):

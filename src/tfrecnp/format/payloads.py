@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from .._core import framing
+from .._util.offsets import offsets_of
 from ..errors import SALVAGE_HINT, CorruptRecordError
 from .frames import HEADER_BYTES, payload_crc_mismatch
 
@@ -244,8 +245,7 @@ class RecordBatch:
             return self
         batch = self.checked()
         lengths = batch.ends - batch.starts
-        offsets = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=offsets[1:])
+        offsets = offsets_of(lengths)
         size = int(offsets[-1])
         data = spares.empty(size) if spares is not None else np.empty(size, np.uint8)
         if batch.which is None:
