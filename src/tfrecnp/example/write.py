@@ -359,20 +359,9 @@ def write(
     if isinstance(sequence, str):
         raise TypeError(f"sequence takes a list of column names, not a str ({sequence!r})")
     batches = arrow_stream(columns)
-    if batches is not None:  # a pyarrow dataset or reader: a record batch at a time
-        writer = Writer(
-            path,
-            encoding=encoding,
-            compression=compression,
-            records_per_shard=records_per_shard,
-            index=index,
-            progress=progress,
-            verify=verify,
-            sequence=sequence,
-            storage_options=storage_options,
-        )
-        return _write_stream(writer, batches)
-    cols, n = prepare(columns, encoding, frozenset(sequence or ()))
+    cols, n = (
+        (None, 0) if batches is not None else prepare(columns, encoding, frozenset(sequence or ()))
+    )
     writer = Writer(
         path,
         encoding=encoding,
@@ -384,6 +373,8 @@ def write(
         sequence=sequence,
         storage_options=storage_options,
     )
+    if batches is not None:  # a pyarrow dataset or reader: a record batch at a time
+        return _write_stream(writer, batches)
     writer._progress.total = n
     with naming_write_errors(writer.path):
         try:
