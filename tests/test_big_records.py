@@ -5,6 +5,7 @@ TensorFlow is the oracle for the values; damage is named as the record reader na
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import numpy as np
@@ -13,9 +14,10 @@ import pytest
 
 import tfrecnp as tn
 from tfrecnp._util.spares import Spares
-from tfrecnp.data import record_dataset
+from tfrecnp.data import blocks, record_dataset
 from tfrecnp.data.blocks import RowBlocks
 from tfrecnp.example.columns import BytesColumn
+from tfrecnp.example.decode import Decoder
 from tfrecnp.format.payloads import Origins
 
 SIDE = (32, 40)  # 5 KiB of float32: past BIG_RECORD_BYTES
@@ -66,9 +68,9 @@ def test_large_blocks_of_big_records_are_decoded_in_pieces(
     decoded = []
     decode = record_dataset.RecordSource._decode
 
-    def counting(self, batch, threads=None):  # the real decode, its batch sizes noted
+    def counting(self, batch, threads=None, into=None):  # the real decode, sizes noted
         decoded.append(len(batch))
-        return decode(self, batch, threads)
+        return decode(self, batch, threads, into)
 
     monkeypatch.setattr(record_dataset.RecordSource, "_decode", counting)
     got = list(ds.batches(batch_size))
@@ -122,3 +124,33 @@ def test_row_blocks_put_pieces_in_place_across_block_bounds():
     assert [v for b in out for v in b.cols["name"].to_list()] == names
     assert [b.where(1) for b in out] == [("f", 1), ("f", 6), ("f", 11)]
     assert sum(b.nbytes for b in out) == 120
+
+
+def test_raw_rows_are_decoded_into_their_block_not_copied_there(tf, tensors, small_pieces):
+    path, _ = tensors
+    placed = []
+    place = blocks.RowBlocks.place
+
+    def noting(self, first, cols, nbytes, origins, into=None):
+        placed.append(into is not None and "x" in into and cols["x"] is into["x"])
+        return place(self, first, cols, nbytes, origins, into)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(blocks.RowBlocks, "place", noting)
+        got = list(tn.open(path, SPEC).batches(64))
+    assert sum(placed) >= len(placed) - len(got)  # all but pieces that straddle two blocks
+    assert np.array_equal(np.concatenate([b["x"] for b in got]), _tf_parse(tf, path)["x"])
+
+
+def test_decode_into_checks_the_arrays_it_is_given(tensors):
+    path, _ = tensors
+    decoder = Decoder(SPEC)
+    records = list(itertools.islice(tn.iter_records(path), 5))
+    rows = np.empty((5, *SIDE), np.float32)
+    got = decoder.decode(records, into={"x": rows})
+    assert got["x"] is rows and np.array_equal(rows, decoder.decode(records)["x"])
+    with pytest.raises(ValueError, match="'x' needs"):
+        decoder.decode(records, into={"x": np.empty((4, *SIDE), np.float32)})
+    with pytest.raises(ValueError, match="C-contiguous"):
+        strided = np.empty((5, SIDE[0], 2 * SIDE[1]), np.float32)[:, :, ::2]
+        decoder.decode(records, into={"x": strided})

@@ -315,12 +315,23 @@ def fixed_rows(spec: Any) -> frozenset[str]:
     numbers, tn.Raw with a known shape): the ones `RowBlocks` writes into place."""
     if not isinstance(spec, dict):
         return frozenset()
-    fixed = set()
+    fixed = set(raw_rows(spec))
     for name, feature in spec.items():
-        known = isinstance(feature, Raw) and feature.shape is not None and -1 not in feature.shape
-        if known or (isinstance(feature, FixedLen) and feature.dtype != "bytes"):
+        if isinstance(feature, FixedLen) and feature.dtype != "bytes":
             fixed.add(name)
     return frozenset(fixed)
+
+
+def raw_rows(spec: Any) -> dict[str, tuple[tuple[int, ...], np.dtype]]:
+    """{name: (row shape, dtype)} of the spec's tn.Raw columns of a known shape: the ones
+    the decoder writes straight into a block's rows (`Decoder.decode(into=...)`)."""
+    if not isinstance(spec, dict):
+        return {}
+    return {
+        name: (tuple(f.shape), np.dtype(f.dtype))
+        for name, f in spec.items()
+        if isinstance(f, Raw) and f.shape is not None and -1 not in f.shape
+    }
 
 
 @dataclass(frozen=True)
@@ -351,10 +362,11 @@ class RowBlocks:
     `spares` (the pages of blocks whose batches were dropped), made by whichever thread
     places the first of its rows."""
 
-    def __init__(self, block: int, names: frozenset[str], spares: Spares):
+    def __init__(self, block: int, names: frozenset[str], spares: Spares, raw: dict | None = None):
         self.block = block
         self.names = names
         self.spares = spares
+        self.raw = raw or {}  # columns a piece may be decoded into (`target`)
         self._arrays: dict[int, dict[str, np.ndarray]] = {}
         self._lock = threading.Lock()
 
@@ -365,21 +377,41 @@ class RowBlocks:
             yield first, piece
             first += size(piece)
 
-    def _array(self, k: int, name: str, col: np.ndarray) -> np.ndarray:
+    def _array(self, k: int, name: str, row_shape: tuple, dtype: np.dtype) -> np.ndarray:
         with self._lock:
             arrays = self._arrays.setdefault(k, {})
             out = arrays.get(name)
             if out is None:
-                shape = (self.block, *col.shape[1:])
-                size = math.prod(shape) * col.dtype.itemsize
-                out = arrays[name] = self.spares.empty(size).view(col.dtype).reshape(shape)
-        if out.shape[1:] != col.shape[1:] or out.dtype != col.dtype:
+                shape = (self.block, *row_shape)
+                size = math.prod(shape) * dtype.itemsize
+                out = arrays[name] = self.spares.empty(size).view(dtype).reshape(shape)
+        if out.shape[1:] != tuple(row_shape) or out.dtype != dtype:
             raise RuntimeError(f"column {name!r} changed shape between pieces")
         return out
 
-    def place(self, first: int, cols: Batch, nbytes: int, origins: Origins | None) -> Piece:
-        """Copy the piece's columns in `names` to rows first.. of their blocks; the Piece
-        that `blocks` takes (the other columns as they are)."""
+    def target(self, first: int, n: int) -> dict[str, np.ndarray]:
+        """Rows first..first + n of the blocks' tn.Raw arrays, for the decoder to write
+        into, when they lie in one block that is not the piece itself (else {})."""
+        k, r = divmod(first, self.block)
+        if not n or r + n > self.block or n == self.block:
+            return {}
+        return {
+            name: self._array(k, name, shape, dtype)[r : r + n]
+            for name, (shape, dtype) in self.raw.items()
+        }
+
+    def place(
+        self,
+        first: int,
+        cols: Batch,
+        nbytes: int,
+        origins: Origins | None,
+        placed: dict[str, np.ndarray] | None = None,
+    ) -> Piece:
+        """Copy the piece's columns in `names` to rows first.. of their blocks (but those
+        decoded into `placed`, the `target` they were given); the Piece that `blocks`
+        takes (the other columns as they are)."""
+        placed = placed or {}
         n = len(next(iter(cols.values()))) if cols else 0
         whole = n == self.block and first % self.block == 0  # the block itself: no copy
         rest: dict[str, Any] = {}
@@ -387,11 +419,15 @@ class RowBlocks:
             if whole or name not in self.names or not isinstance(col, np.ndarray):
                 rest[name] = col
                 continue
+            if col is placed.get(name):  # decoded where it belongs
+                rest[name] = None
+                continue
             a = 0
             while a < n:
                 k, r = divmod(first + a, self.block)
                 m = min(n - a, self.block - r)
-                np.copyto(self._array(k, name, col)[r : r + m], col[a : a + m])
+                out = self._array(k, name, col.shape[1:], col.dtype)
+                np.copyto(out[r : r + m], col[a : a + m])
                 a += m
             rest[name] = None
         return Piece(first, n, rest, nbytes, origins)

@@ -44,6 +44,7 @@ from .blocks import (
     RowBlocks,
     block_records,
     fixed_rows,
+    raw_rows,
     shuffle_records,
 )
 from .dataset import Batch, Dataset, _nbytes
@@ -182,21 +183,22 @@ class RecordSource(Source):
 
     # -- records by position ----------------------------------------------------------------
 
-    def _decode(self, batch: RecordBatch, threads: int | None = None) -> Batch:
-        return self._decode_kept(batch, threads)[0]
+    def _decode(self, batch: RecordBatch, threads: int | None = None, into=None) -> Batch:
+        return self._decode_kept(batch, threads, into)[0]
 
     def _decode_kept(
-        self, batch: RecordBatch, threads: int | None = None
+        self, batch: RecordBatch, threads: int | None = None, into=None
     ) -> tuple[Batch, RecordBatch]:
         """(columns, the records they hold): with on_error="skip" / "warn", records whose
-        images do not decode are dropped and listed like damaged frames."""
+        images do not decode are dropped and listed like damaged frames. into: as
+        `Decoder.decode` takes it (a batch that loses records decodes into its own)."""
         while True:
             try:
-                return self.decoder.decode(batch, threads=threads), batch
+                return self.decoder.decode(batch, threads=threads, into=into), batch
             except ImageDecodeError as error:
                 if self.files.damage.raises or not error.rows:
                     raise
-                batch = self._drop_images(batch, error)
+                batch, into = self._drop_images(batch, error), None
 
     def _drop_images(self, batch: RecordBatch, error: ImageDecodeError) -> RecordBatch:
         for row in error.rows:
@@ -324,7 +326,7 @@ class RecordSource(Source):
         spares = _BLOCK_SPARES.get(self)
         if spares is None:  # blocks' pages apart from read buffers: sizes differ, and
             spares = _BLOCK_SPARES[self] = Spares(limit=8)  # a Spares drops smaller ones
-        rows = RowBlocks(block, fixed, spares)
+        rows = RowBlocks(block, fixed, spares, raw_rows(self.spec))
         if self.by_position():  # each member reads its own piece
             items = rows.numbered(self._spans(start, stop, piece), lambda s: s[2] - s[1])
         else:  # the stream is read under the crew's lock, a piece at a time
@@ -333,8 +335,9 @@ class RecordSource(Source):
         def work(item: tuple[int, Any]) -> tuple[Piece, CorruptRecordError | None]:
             first, got = item
             r, damage = (self._frames_at(*got) if isinstance(got, tuple) else got).verify()
-            cols = self._decode(r, threads) if len(r) else {}
-            return rows.place(first, cols, r.nbytes, r.origins), damage
+            into = rows.target(first, len(r))  # tn.Raw rows decoded where they belong
+            cols = self._decode(r, threads, into) if len(r) else {}
+            return rows.place(first, cols, r.nbytes, r.origins, into), damage
 
         depth = max(2 * CREW, ahead * -(-block // piece))  # pieces: up to `ahead` blocks
         done = ordered_map(items, work, CREW, depth)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -112,12 +112,21 @@ class Decoder:
         bounds = [0, *sorted(set(int(c) for c in cuts if 0 < c < n)), n]
         return list(itertools.pairwise(bounds))
 
-    def decode(self, batch: RecordBatch | Iterable[bytes], *, threads: int | None = None) -> Batch:
+    def decode(
+        self,
+        batch: RecordBatch | Iterable[bytes],
+        *,
+        threads: int | None = None,
+        into: Mapping[str, np.ndarray] | None = None,
+    ) -> Batch:
         """Decode every record of the batch; returns {name: column} in spec order.
 
         threads: how many chunks to decode at once (default: the Decoder's, else the
         number of cores); small batches always decode in one piece. Payload CRCs left for
         later are checked first (CorruptRecordError).
+        into: arrays that tn.Raw columns of a known shape are decoded into, by name (shape
+        (len(batch), *shape), the spec's dtype, C-contiguous): rows of a larger block are
+        written where they belong, not copied there afterwards.
         """
         batch = as_batch(batch).checked()  # read where it lies: one buffer, or several
         data, which = batch.data, batch.which
@@ -142,7 +151,8 @@ class Decoder:
         sums = totals.sum(axis=0).tolist()
         bases = np.zeros((len(chunks), nf, 3), np.int64)
         np.cumsum(totals[:-1, :, :3], axis=0, out=bases[1:])
-        outs = [self._allocate(c, f, n, sums[f], table, batch) for f, c in enumerate(feats)]
+        into = into or {}
+        outs = [self._allocate(c, f, n, sums[f], table, batch, into) for f, c in enumerate(feats)]
         args = [o[0] for o in outs]
 
         def fill(k: int) -> int:
@@ -216,7 +226,9 @@ class Decoder:
 
         return general
 
-    def _allocate(self, c: Compiled, f: int, n: int, sums: list, table, batch) -> tuple:
+    def _allocate(
+        self, c: Compiled, f: int, n: int, sums: list, table, batch, into: Mapping
+    ) -> tuple:
         """((values, offsets, splits, inner, raw_bytes) for the core, arrays to wrap)."""
         values_total, bytes_total, steps_total = sums[:3]
         spec, op = c.spec, c.op
@@ -237,7 +249,13 @@ class Decoder:
             offs = self._empty((values_total + 1,), np.int64)
             offs[0] = 0
         elif op == "raw":
-            values = self._empty((n, *spec.shape), spec.dtype)
+            values = into.get(c.out)
+            if values is None:
+                values = self._empty((n, *spec.shape), spec.dtype)
+            elif values.shape != (n, *spec.shape) or values.dtype != np.dtype(spec.dtype):
+                raise ValueError(f"decode(into=): {c.out!r} needs {(n, *spec.shape)} {spec.dtype}")
+            elif not (values.flags.c_contiguous and values.flags.writeable):
+                raise ValueError(f"decode(into=): {c.out!r} must be C-contiguous and writable")
         elif op == "seq_raw":
             values = self._empty((steps_total, *spec.row_shape), spec.dtype)
         elif op == "raw_var":
