@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, Result, format_rate, print_table, warm_page_cache
+from common import DATA_DIR, Result, format_rate, print_table, spec_of, warm_page_cache
 
 CASES = {
     "numeric": 1_000_000,
@@ -121,20 +121,6 @@ def _env() -> dict:
 
 
 # --- the timed loops (each in its own subprocess) -------------------------------------------
-
-
-def spec_of(case: str) -> dict:
-    import tfrecnp as tn
-
-    if case == "numeric":
-        return {
-            "label": tn.FixedLen((), "int64"),
-            "x": tn.FixedLen(16, "float32"),
-            "id": tn.Bytes(),
-        }
-    if case == "raw":
-        return {"label": tn.FixedLen((), "int64"), "data": tn.Raw("float32", shape=(64, 64))}
-    return {"label": tn.FixedLen((), "int64"), "tokens": tn.VarLen("int64")}
 
 
 def run_ours(case: str, path: str, runs: int, pipelined: bool) -> dict:

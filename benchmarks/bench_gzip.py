@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, format_rate, peer_report, run_peer, warm_page_cache
+from common import DATA_DIR, format_rate, peer_report, run_peer, spec_of, warm_page_cache
 
 CASES = {"numeric": 500_000, "tokens": 200_000, "raw": 8_000}
 RANDOM_READS = {"numeric": 20_000, "tokens": 20_000, "raw": 2_000}  # ds[i] calls per run
@@ -132,20 +132,6 @@ def ensure_data(case: str) -> tuple[Path, Path]:
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONWARNINGS="ignore")
         subprocess.run([sys.executable, __file__, "--generate", case], check=True, env=env)
     return gz, plain
-
-
-def spec_of(case: str) -> dict:
-    import tfrecnp as tn
-
-    if case == "numeric":
-        return {
-            "label": tn.FixedLen((), "int64"),
-            "x": tn.FixedLen(16, "float32"),
-            "id": tn.Bytes(),
-        }
-    if case == "raw":
-        return {"label": tn.FixedLen((), "int64"), "data": tn.Raw("float32", shape=(64, 64))}
-    return {"label": tn.FixedLen((), "int64"), "tokens": tn.VarLen("int64")}
 
 
 # --- TensorFlow (its own process) ------------------------------------------------------------

@@ -132,6 +132,21 @@ def token_shards(
     return tn.write(folder / "data.tfrecord", cols, records_per_shard=rows, progress=False).paths
 
 
+def spec_of(case: str) -> dict:
+    """The tfrecnp spec of the benchmarks' record kinds: numeric, tokens, raw."""
+    import tfrecnp as tn
+
+    if case == "numeric":
+        return {
+            "label": tn.FixedLen((), "int64"),
+            "x": tn.FixedLen(16, "float32"),
+            "id": tn.Bytes(),
+        }
+    if case == "raw":
+        return {"label": tn.FixedLen((), "int64"), "data": tn.Raw("float32", shape=(64, 64))}
+    return {"label": tn.FixedLen((), "int64"), "tokens": tn.VarLen("int64")}
+
+
 def run_peer(script: Path | str, args: list[str], *, flag: str = "--peer") -> dict:
     """Run `python script <flag> ...args` and return the JSON object on its last stdout line
     (flag: "--peer" for another reader, "--side" for one side of a comparison).

@@ -518,16 +518,11 @@ class _Part:
 def _publish(build: Any, target: Any, parts: list[Any] | None, overwrite: bool) -> None:
     """Move the finished output into place: one rename locally; on an object store (no
     rename of folders) file by file, an old output removed first."""
+    if overwrite:
+        _remove(target)
     if not fs.is_url(target):
-        if overwrite and os.path.exists(target):
-            _remove(target)
         os.replace(build, target)
         return
-    if overwrite and fs.exists(target):
-        if fs.isdir(target):
-            fs.remove_tree(target)
-        else:
-            fs.remove(target)
     if parts is None:
         fs.replace(build, target)
         return
