@@ -3,13 +3,15 @@
 The limit: the file read from the page cache in 8 MiB chunks into one reused buffer, and
 every frame's header and payload CRC32C checked by our core (`framing.check_frames`), one
 thread, nothing decoded. Then tfrecnp's `tn.open(path, spec).batches(B)` (every column
-touched as NumPy) for B = 32, 1024, 8192, unshuffled and with `shuffle=10_000`, timed
-round-robin with the limit in one process, as a fraction of it. Peers at batch 1024, each
+touched as NumPy) for B = 32, 1024, 8192, unshuffled and with `shuffle=10_000`, as a
+fraction of it: one case at a time, its passes taken in turns with the limit's, its dataset
+kept open from pass to pass as a training run keeps it (one process; the limit row gathers
+its passes from every case). Peers at batch 1024, each
 in its own process: TensorFlow's best pipeline (`TFRecordDataset -> batch -> map(
 parse_example + decode_raw, AUTOTUNE) -> prefetch`, every output's `.numpy()`), and
-rustfrecord (a Rust reader into torch tensors; records stacked into batches of 1024) when
-the interpreter named by TFRECNP_RUSTFRECORD_PYTHON has it (it pins torch 2.2.0 and
-numpy 1.24.4, so it lives in a venv of its own).
+rustfrecord (a Rust reader into NumPy arrays, a record at a time; stacked into batches of
+1024) when the interpreter named by TFRECNP_RUSTFRECORD_PYTHON has it (it pins torch 2.2.0
+and numpy 1.24.4, so it lives in a venv of its own).
 
 Files, written once by our writer into bench-data/big-records/:
 
@@ -193,8 +195,8 @@ def _tf_side(case: str, path: str, runs: int) -> None:
 
 
 def _rust_side(case: str, path: str, runs: int) -> None:
-    """rustfrecord: one dict of tensors per record, stacked into batches of PEER_BATCH."""
-    import torch
+    """rustfrecord: one dict of NumPy arrays per record (a bytes feature's single value as
+    a uint8 array), stacked into batches of PEER_BATCH."""
     from rustfrecord import Reader
 
     key = "image" if case.startswith("jpeg") else "data"
@@ -204,13 +206,13 @@ def _rust_side(case: str, path: str, runs: int) -> None:
         t0 = time.perf_counter()
         got, rows, labels = 0, [], []
         for features in Reader(path, compressed=False):
-            value = features[key][0]
-            rows.append(value.view(torch.float32).reshape(side, side) if side else value)
+            value = features[key]
+            rows.append(value.view(np.float32).reshape(side, side) if side else value)
             labels.append(features["label"])
             if len(rows) == PEER_BATCH:
                 if side:
-                    torch.stack(rows)
-                torch.cat(labels)
+                    np.stack(rows)
+                np.concatenate(labels)
                 got += len(rows)
                 rows, labels = [], []
         got += len(rows)
@@ -267,17 +269,24 @@ def main(argv: list[str] | None = None) -> int:
         warm_page_cache(path)
         nbytes = path.stat().st_size
         buf = np.empty(CHUNK, np.uint8)
-        cases = {"read + CRC32C (limit)": lambda path=path, buf=buf: limit_pass(path, buf)}
-        opened = []  # one dataset per case, as one training run opens one: its buffers
-        for b in batches:  # are reused pass after pass, not churned by the other cases
-            for s in shuffles:
+        limit = "read + CRC32C (limit)"
+        timed: dict[str, tuple[list[float], list[float]]] = {limit: ([], [])}
+        n = 0
+        for b in batches:  # one case at a time, in turns with the limit, its dataset open
+            for s in shuffles:  # for every pass as in a training run: its buffers reused
                 label = f"tfrecnp batches({b})" + (f" shuffle={s:,}" if s else "")
-                opened.append(tn.open(path, _spec(case)))
-                cases[label] = lambda b=b, s=s, ds=opened[-1]: _tn_pass(ds, b, s)
-        n = len(opened[0])
-        for fn in cases.values():  # warm-up: spares, page cache
-            fn()
-        timed = interleaved(cases, runs)
+                with tn.open(path, _spec(case)) as ds:
+                    turns = {
+                        limit: lambda path=path, buf=buf: limit_pass(path, buf),
+                        label: lambda b=b, s=s, ds=ds: _tn_pass(ds, b, s),
+                    }
+                    for fn in turns.values():  # warm-up: spares, page cache, the index
+                        fn()
+                    for row, (wall, cpu) in interleaved(turns, runs).items():
+                        got = timed.setdefault(row, ([], []))
+                        got[0].extend(wall)
+                        got[1].extend(cpu)
+                    n = len(ds)
         rows = [
             Result(label, wall, nbytes, n, extra={"cpu": cpu})
             for label, (wall, cpu) in timed.items()
@@ -294,13 +303,11 @@ def main(argv: list[str] | None = None) -> int:
                     rows.append(Result(label, got["seconds"], nbytes, got["records"]))
         mib = nbytes / (1 << 20)
         print_table(
-            f"{case}: {n:,} records, {mib:.0f} MiB ({opened[0].spec})",
+            f"{case}: {n:,} records, {mib:.0f} MiB ({_spec(case)})",
             rows,
-            limit="read + CRC32C (limit)",
+            limit=limit,
             peer=peer,
         )
-        for ds in opened:
-            ds.close()
     return 0
 
 

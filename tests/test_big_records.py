@@ -154,3 +154,117 @@ def test_decode_into_checks_the_arrays_it_is_given(tensors):
     with pytest.raises(ValueError, match="C-contiguous"):
         strided = np.empty((5, SIDE[0], 2 * SIDE[1]), np.float32)[:, :, ::2]
         decoder.decode(records, into={"x": strided})
+
+
+def test_a_whole_pass_indexes_the_files_it_walked(tf, tensors, small_pieces, tmp_path, monkeypatch):
+    path, _ = tensors
+    scanned = tn.framing.scan_file(path, use_index=False)
+    ds = tn.open(path, SPEC)
+    first = list(ds.batches(64))
+    assert ds._files.indexed  # the next pass reads by position, side by side
+    assert np.array_equal(ds._files.offsets, scanned.offsets)
+    assert np.array_equal(ds._files.lengths, scanned.lengths)
+    assert ds._by_position()
+    theirs = _tf_parse(tf, path)
+    for got in (first, list(ds.batches(64))):
+        assert np.array_equal(np.concatenate([b["label"] for b in got]), theirs["label"])
+        assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"])
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 64 << 10)  # blocks of a batch: read ahead less
+    left = tn.open(path, SPEC)
+    next(iter(left.batches(64)))  # a pass given up (read ahead a few pieces): nothing learned
+    assert not left._files.indexed
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(Path(path).read_bytes()[:-100])  # the last record cut short
+    damaged = tn.open(cut, SPEC)
+    with pytest.raises(tn.CorruptRecordError):
+        list(damaged.batches(64))
+    assert not damaged._files.indexed
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, indexed, monkeypatch):
+    path, _ = tensors
+    ds = tn.open(path, SPEC)
+    if indexed:
+        len(ds)
+    pooled = []
+    pool = record_dataset.shuffle_records
+
+    def noting(items, *args, **kwargs):  # the real pool, the kind of batch fed to it noted
+        return pool((pooled.append(b.offsets is None) or b for b in items), *args, **kwargs)
+
+    monkeypatch.setattr(record_dataset, "shuffle_records", noting)
+    got = list(ds.batches(64, shuffle=200, seed=3))
+    assert pooled and all(pooled)  # payloads left in their frames, not copied out first
+    labels = np.concatenate([b["label"] for b in got])
+    assert sorted(labels.tolist()) == list(range(N)) and labels.tolist() != list(range(N))
+    theirs = _tf_parse(tf, path)
+    assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
+    again = np.concatenate(
+        [b["label"] for b in tn.open(path, SPEC).batches(64, shuffle=200, seed=3)]
+    )
+    assert np.array_equal(again, labels)  # the order is the seed's
+
+
+def test_a_damaged_record_in_a_shuffled_pass_is_named(tensors, tmp_path):
+    path, _ = tensors
+    at = int(tn.framing.scan_file(path, use_index=False).offsets[413])
+    data = bytearray(Path(path).read_bytes())
+    data[at + 12 + 1500] ^= 0x08
+    damaged = tmp_path / "damaged.tfrecord"
+    damaged.write_bytes(data)
+    for indexed in (False, True):
+        ds = tn.open(damaged, SPEC)
+        if indexed:
+            len(ds)
+        with pytest.raises(tn.CorruptRecordError) as ours:
+            list(ds.batches(64, shuffle=200, seed=3))
+        assert (ours.value.path, ours.value.record, ours.value.offset) == (str(damaged), 413, at)
+        assert "payload CRC mismatch" in str(ours.value)
+
+
+@pytest.fixture
+def picked(monkeypatch):
+    """The test's 5 KiB records counted as large enough to be drawn by number."""
+    monkeypatch.setattr(record_dataset, "PICKED_RECORD_BYTES", 4 << 10)
+
+
+@pytest.mark.parametrize("shuffle", [200, True])
+def test_shuffled_big_records_in_indexed_files_are_read_by_position(
+    tf, tensors, picked, shuffle, monkeypatch
+):
+    path, _ = tensors
+    streamed = np.concatenate(
+        [b["label"] for b in tn.open(path, SPEC).batches(64, shuffle=shuffle, seed=3)]
+    )
+    ds = tn.open(path, SPEC)
+    len(ds)
+    reads, pooled = [], []
+    read = record_dataset.verified_rows
+    monkeypatch.setattr(record_dataset, "verified_rows", lambda *a: reads.append(1) or read(*a))
+    monkeypatch.setattr(record_dataset, "shuffle_records", lambda *a, **k: pooled.append(1))
+    got = list(ds.batches(64, shuffle=shuffle, seed=3))
+    assert reads and not pooled  # numbers drawn, records read where the crew decodes them
+    labels = np.concatenate([b["label"] for b in got])
+    assert sorted(labels.tolist()) == list(range(N)) and labels.tolist() != list(range(N))
+    assert np.array_equal(labels, streamed)  # the order is the seed's, indexed or not
+    theirs = _tf_parse(tf, path)
+    assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
+
+
+@pytest.mark.parametrize("shuffle", [200, True])
+def test_a_damaged_record_read_by_position_in_a_shuffle_is_named(
+    tensors, picked, shuffle, tmp_path
+):
+    path, _ = tensors
+    at = int(tn.framing.scan_file(path, use_index=False).offsets[413])
+    data = bytearray(Path(path).read_bytes())
+    data[at + 12 + 1500] ^= 0x08
+    damaged = tmp_path / "damaged.tfrecord"
+    damaged.write_bytes(data)
+    ds = tn.open(damaged, SPEC)
+    len(ds)
+    with pytest.raises(tn.CorruptRecordError) as ours:
+        list(ds.batches(64, shuffle=shuffle, seed=3))
+    assert (ours.value.path, ours.value.record, ours.value.offset) == (str(damaged), 413, at)
+    assert "payload CRC mismatch" in str(ours.value)

@@ -43,7 +43,7 @@ BLOCK_BYTES = 4 << 20  # payload bytes read and decoded together
 BLOCK_RECORDS = (1, 1 << 16)  # ... but at least / at most this many records per block
 # Large blocks of big records are read, checked and decoded this many payload bytes at a
 # time (`RowBlocks`): pieces decode side by side, each copied into place while in cache.
-PIECE_BYTES = 4 << 20
+PIECE_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -224,6 +224,21 @@ def shuffle_records(
         return rows(held, ids, picked).packed(spares)
 
     return shuffle_pool(batches, buffer, rng, align, rows if pooled else copied, copied)
+
+
+def shuffle_numbers(
+    numbers: Iterable[np.ndarray], buffer: int, rng: np.random.Generator, align: int = 1
+) -> Iterator[np.ndarray]:
+    """Record numbers through the pool (`shuffle_pool`), drawn as the records they
+    number would be: a pool of numbers stands in for a pool of records that can be read
+    by position (big records: the pool holds no payloads, and each block is read where
+    it is decoded)."""
+
+    def rows(held: dict[int, np.ndarray], ids: np.ndarray, picked: np.ndarray) -> np.ndarray:
+        firsts = np.cumsum([0, *map(len, held.values())])
+        return np.concatenate(list(held.values()))[firsts[_positions(held, ids)] + picked]
+
+    return shuffle_pool(numbers, buffer, rng, align, rows, rows)
 
 
 def _positions(held: dict[int, Any], ids: np.ndarray) -> np.ndarray:

@@ -167,6 +167,50 @@ class Files:
         with self._lock:
             self._file_index[f] = (index.offsets, index.lengths)
 
+    def learned(self, batches: Iterator[RecordBatch]) -> Iterator[RecordBatch]:
+        """The frame batches of a whole pass over these files, in file order, passed
+        through. When the pass ends whole and the files are local and uncompressed, they
+        are indexed from the batches' frame offsets: later passes read by position (the
+        crew side by side) without a scan of their own. A stale index fails its reads
+        with a clear error, as a scanned one does."""
+        if self._indexed or self.remote or not self.seekable or not self.damage.raises:
+            yield from batches
+            return
+        where = {path: f for f, path in enumerate(self.paths)}
+        parts: list[list[tuple[np.ndarray, np.ndarray]]] | None = [[] for _ in self.paths]
+        counts = [0] * len(self.paths)
+        for batch in batches:
+            if parts is not None and len(batch):
+                path, record = batch.where(0)
+                f = where.get(path, -1)
+                if f < 0 or record != counts[f] or batch.which is not None:
+                    parts = None  # not a plain walk of the files: learn nothing
+                else:
+                    frames = batch.offset + batch.starts - HEADER_BYTES
+                    parts[f].append((frames, batch.ends - batch.starts))
+                    counts[f] += len(batch)
+            yield batch
+        if parts is not None:
+            self._adopt_walked(parts)
+
+    def _adopt_walked(self, parts: list[list[tuple[np.ndarray, np.ndarray]]]) -> None:
+        """Index the files from the frames a whole pass walked, if they cover each file
+        to its end."""
+        found = []
+        for f, got in enumerate(parts):
+            empty = np.empty(0, np.int64)
+            offsets = np.concatenate([o for o, _ in got]) if got else empty
+            lengths = np.concatenate([n for _, n in got]) if got else empty
+            end = int(offsets[-1] + lengths[-1]) + OVERHEAD_BYTES if len(got) else 0
+            if end != os.path.getsize(self.paths[f]):
+                return
+            found.append((offsets, lengths))
+        with self._lock:
+            for f, index in enumerate(found):
+                if self._file_index[f] is None:
+                    self._file_index[f] = index
+        self.index()
+
     def _scan(self, f: int) -> tuple[np.ndarray, np.ndarray]:
         path, kind = self.paths[f], self.kinds[f]
         if kind is not None and self.inflatable and self.damage.raises:
@@ -483,6 +527,20 @@ def read_rows(files: Files, ids: np.ndarray) -> RecordBatch:
     return RecordBatch.spans(
         buf, whole.starts[pick], whole.ends[pick], whole.origins.take(pick), verified=whole.verified
     )
+
+
+def verified_rows(files: Files, ids: np.ndarray) -> tuple[RecordBatch, CorruptRecordError | None]:
+    """`read_rows`, payload CRCs checked: (the rows before the first that fails; the
+    error naming that record and its frame's offset in the file, or None)."""
+    rows = read_rows(files, ids)
+    good, damage = rows.verify()
+    if damage is None:
+        return good, None
+    path, record, offset = files.place(int(rows.origins.locs[len(good)]))
+    error = CorruptRecordError(
+        damage.reason, path=path, record=record, offset=offset, hint=damage.hint
+    )
+    return good, error
 
 
 def read_one(files: Files, g: int) -> np.ndarray | None:

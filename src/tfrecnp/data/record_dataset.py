@@ -45,10 +45,11 @@ from .blocks import (
     block_records,
     fixed_rows,
     raw_rows,
+    shuffle_numbers,
     shuffle_records,
 )
 from .dataset import Batch, Dataset, _nbytes
-from .files import Files, read_one, read_rows, read_span
+from .files import Files, read_one, read_rows, read_span, verified_rows
 from .gather import gather, gather_range, rebatch
 from .source import IN_ORDER, Shuffle, Source
 
@@ -65,6 +66,9 @@ BIG_RECORD_BYTES = 4 << 10  # from here copies and CRCs weigh as much as decodin
 # Big records: a block up to this size is read and decoded whole, by one crew member (no
 # copy); a larger one in pieces of PIECE_BYTES, put in place by the members side by side.
 WHOLE_BLOCK_BYTES = 32 << 20
+# Shuffled big records from this size are drawn as record numbers and read by position
+# (a read per record costs less than passing the record through a pool in memory).
+PICKED_RECORD_BYTES = 32 << 10
 
 
 class RecordDataset(Dataset):
@@ -249,19 +253,24 @@ class RecordSource(Source):
         threads: int | None = None,
         ahead: int = 0,
     ) -> Iterator[Block]:
-        big = self.mean_record_bytes(start, stop) >= BIG_RECORD_BYTES
-        if ahead and big and self._in_pieces(shuffle):
+        plan = self._plan(start, stop, shuffle) if ahead else "one"
+        if plan == "pieces":
             yield from self._piece_blocks(start, stop, block, ahead, threads)
             return
-        crew = bool(ahead) and not big and self.makes_ahead(start, stop, shuffle)  # see CREW
+        if plan == "picked":
+            yield from self._picked_blocks(start, stop, block, shuffle, ahead, threads)
+            return
+        big = self.mean_record_bytes(start, stop) >= BIG_RECORD_BYTES
+        pool = shuffle.kind == "buffer"  # shuffle payloads, then decode
+        framed = big and pool and self.files.damage.raises  # pooled in their frames
+        crew = plan == "crew"
         rng = shuffle.rng()
         if shuffle.kind == "all":
             raw = self._global_shuffle(start, stop, block, rng)
-        elif shuffle.kind == "buffer":
-            raw = self._interleaved(start, stop, block, rng)
+        elif pool:
+            raw = self._interleaved(start, stop, block, rng, framed=framed)
         else:  # big records are decoded where they were read, in their frames
             raw = self._stream_batches(start, stop, block, framed=big)
-        pool = shuffle.kind == "buffer"  # shuffle payloads, then decode
         spares = self.files.spares
         stages: list[Iterator] = [raw]
         if pool and not big:  # the pool draws in the reading thread: decoding weighs more
@@ -298,15 +307,30 @@ class RecordSource(Source):
                 close_iterator(stage)
 
     def makes_ahead(self, start: int, stop: int | None, shuffle: Shuffle) -> bool:
-        """The crew: small records in file order, and big ones in pieces."""
-        if self.mean_record_bytes(start, stop) >= BIG_RECORD_BYTES:
-            return self._in_pieces(shuffle)
-        return shuffle.kind == "none"
+        return self._plan(start, stop, shuffle) != "ahead"
 
-    def _in_pieces(self, shuffle: Shuffle) -> bool:
-        """Whether big records go through `_piece_blocks`: in file order, damage raising
-        (skipping it changes a piece's rows after it was numbered)."""
-        return shuffle.kind == "none" and self.files.damage.raises
+    def _plan(self, start: int, stop: int | None, shuffle: Shuffle) -> str:
+        """How blocks are made ahead of the caller (damage raising, unless said):
+        "pieces": big records in file order, read, checked and decoded by the crew a piece
+        at a time (`_piece_blocks`); "picked": big records shuffled in indexed files, each
+        crew member reading its block's records by position (`_picked_blocks`: shuffle=True,
+        and shuffle=N from PICKED_RECORD_BYTES); "crew": small records in file order (any
+        damage policy), or big ones pooled in their frames, two threads each reading then
+        decoding a block (see CREW); "ahead": one thread reads, the caller's decodes."""
+        mean = self.mean_record_bytes(start, stop)
+        raises = self.files.damage.raises
+        if mean < BIG_RECORD_BYTES:
+            return "crew" if shuffle.kind == "none" else "ahead"
+        if not raises:
+            return "ahead"
+        if shuffle.kind == "none":
+            return "pieces"
+        if shuffle.kind == "all":  # reads by position whichever way: index the files now
+            self.files.require_seek("batches(shuffle=True)")
+            self.files.index()
+        if self.by_position() and (shuffle.kind == "all" or mean >= PICKED_RECORD_BYTES):
+            return "picked"
+        return "crew" if shuffle.kind == "buffer" else "ahead"
 
     def _piece_blocks(
         self, start: int, stop: int | None, block: int, ahead: int, threads: int | None
@@ -343,6 +367,47 @@ class RecordSource(Source):
         done = ordered_map(items, work, CREW, depth)
         try:
             yield from rows.blocks(done)
+        finally:
+            done.close()
+
+    def _picked_blocks(
+        self,
+        start: int,
+        stop: int | None,
+        block: int,
+        shuffle: Shuffle,
+        ahead: int,
+        threads: int | None,
+    ) -> Iterator[Block]:
+        """Shuffled blocks of big records in indexed files: the shuffle draws record
+        numbers (shuffle=N through the pool as `_interleaved` would feed it records: the
+        same order for a seed, and a pool of numbers, not of records), and each crew member
+        reads its block's records by position, checks and decodes them."""
+        threads = max(1, CPUS // CREW) if threads is None else threads  # per member
+        rng = shuffle.rng()
+        if shuffle.kind == "all":
+            a, b = self.span(start, stop)
+            order = a + rng.permutation(b - a)
+            picks: Iterator[np.ndarray] = (
+                order[x : x + block] for x in range(0, len(order), block)
+            )
+        else:
+            numbers = self._interleaved(start, stop, block, rng, numbers=True)
+            picks = shuffle_numbers(numbers, shuffle.size, rng, block)
+
+        def work(ids: np.ndarray) -> tuple[Block | None, CorruptRecordError | None]:
+            r, damage = verified_rows(self.files, ids)
+            if not len(r):
+                return None, damage
+            return Block(self._decode(r, threads), len(r), r.nbytes, r.origins), damage
+
+        done = ordered_map(picks, work, CREW, max(CREW, ahead))
+        try:
+            for got, damage in done:
+                if got is not None:
+                    yield got
+                if damage is not None:
+                    raise damage
         finally:
             done.close()
 
@@ -398,8 +463,8 @@ class RecordSource(Source):
                 damage=files.damage,
                 spares=files.spares,
             )
-            if framed:
-                yield from reader.frame_batches(batch_size, defer_crc=True)
+            if framed:  # a whole pass indexes the files it walks (Files.learned)
+                yield from files.learned(reader.frame_batches(batch_size, defer_crc=True))
             else:
                 yield from reader.batches(batch_size)
             return
@@ -421,8 +486,10 @@ class RecordSource(Source):
         )
         yield from rebatch(parts, batch_size)
 
-    def _file_parts(self, f: int, a: int, b: int, block: int) -> Iterator[RecordBatch]:
-        """Records a..b of compressed file f, streamed."""
+    def _file_parts(
+        self, f: int, a: int, b: int, block: int, framed: bool = False
+    ) -> Iterator[RecordBatch]:
+        """Records a..b of file f, streamed (framed: left in their frames, not copied)."""
         files = self.files
         reader = RecordReader(
             files.paths[f],
@@ -432,7 +499,8 @@ class RecordSource(Source):
             spares=files.spares,
         )
         seen = 0
-        for part in reader.batches(block):
+        parts = reader.frame_batches(block) if framed else reader.batches(block)
+        for part in parts:
             size = len(part)
             lo, hi = max(a - seen, 0), min(b - seen, size)
             if lo < hi:
@@ -460,26 +528,51 @@ class RecordSource(Source):
 
         yield from self._full(picked(), block)
 
-    def _file_records(self, f: int, a: int, b: int | None, chunk: int) -> Iterator[RecordBatch]:
+    def _file_records(
+        self, f: int, a: int, b: int | None, chunk: int, framed: bool = False
+    ) -> Iterator[RecordBatch]:
         """Records a..b of file f (b=None: to its end, read as a stream without an index),
-        `chunk` records at a time."""
+        `chunk` records at a time; framed: left in their frames, not copied (CRCs checked
+        as they are read, while the bytes are in the cache)."""
         files = self.files
         if b is not None and files.reads_in_place(f):
             for x in range(a, b, chunk):
-                yield gather(files, [(read_span(files, f, x, min(b, x + chunk)), None)])
+                y = min(b, x + chunk)
+                yield (
+                    self._frames_at(f, x, y).checked()
+                    if framed
+                    else gather(files, [(read_span(files, f, x, y), None)])
+                )
             return
-        parts = self._file_parts(f, a, 1 << 62 if b is None else b, chunk)
+        parts = self._file_parts(f, a, 1 << 62 if b is None else b, chunk, framed)
         try:
             yield from parts
         finally:
             parts.close()
 
+    def _file_numbers(self, f: int, a: int, b: int | None, chunk: int) -> Iterator[np.ndarray]:
+        """The global numbers of records a..b of file f (b=None: to its end), `chunk` at
+        a time, as `_file_records` reads them."""
+        files = self.files.index()
+        first = int(files.firsts[f])
+        b = int(files.firsts[f + 1]) - first if b is None else b
+        for x in range(a, b, chunk):
+            yield np.arange(first + x, first + min(b, x + chunk), dtype=np.int64)
+
     def _interleaved(
-        self, start: int, stop: int | None, block: int, rng: np.random.Generator
-    ) -> Iterator[RecordBatch]:
+        self,
+        start: int,
+        stop: int | None,
+        block: int,
+        rng: np.random.Generator,
+        framed: bool = False,
+        numbers: bool = False,
+    ) -> Iterator[Any]:
         """Blocks that each hold a chunk of every file being read (up to CYCLE_FILES at a
         time, the files in a random order), so that a shuffle buffer mixes records across
-        files, not only within one."""
+        files, not only within one. framed: the chunks themselves, left in their frames,
+        not joined by a copy; numbers: the chunks' global record numbers (indexed files),
+        none read."""
         if self.whole(start, stop):
             pieces: list[tuple[int, int, int | None]] = [
                 (f, 0, None) for f in range(len(self.files.paths))
@@ -494,11 +587,19 @@ class RecordSource(Source):
         try:
             while pending or active:
                 while pending and len(active) < CYCLE_FILES:
-                    active.append(self._file_records(*pending.pop(0), chunk))
+                    piece = pending.pop(0)
+                    active.append(
+                        self._file_numbers(*piece, chunk)
+                        if numbers
+                        else self._file_records(*piece, chunk, framed)
+                    )
                 for source in list(active):
                     part = next(source, None)
                     if part is None:
                         active.remove(source)
+                        continue
+                    if framed or numbers:
+                        yield part
                         continue
                     parts.append(part)
                     have += len(part)
