@@ -81,13 +81,21 @@ def test_large_blocks_of_big_records_are_decoded_in_pieces(
     assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"])
 
 
-def test_a_damaged_record_in_a_piece_is_named_after_the_good_ones(tensors, small_pieces, tmp_path):
-    path, x = tensors
+@pytest.fixture
+def damaged(tensors, tmp_path):
+    """The tensors' file with one bit of record 413's tensor flipped: (path, its offset)."""
+    path, _ = tensors
     at = int(tn.framing.scan_file(path, use_index=False).offsets[413])
     data = bytearray(Path(path).read_bytes())
-    data[at + 12 + 1500] ^= 0x08  # one bit of record 413's tensor
-    damaged = tmp_path / "damaged.tfrecord"
-    damaged.write_bytes(data)
+    data[at + 12 + 1500] ^= 0x08
+    out = tmp_path / "damaged.tfrecord"
+    out.write_bytes(data)
+    return out, at
+
+
+def test_a_damaged_record_in_a_piece_is_named_after_the_good_ones(tensors, damaged, small_pieces):
+    _, x = tensors
+    damaged, at = damaged
     with pytest.raises(tn.CorruptRecordError) as theirs:
         list(tn.RecordReader(damaged).batches(1000))
     for indexed in (False, True):
@@ -206,23 +214,6 @@ def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, indexed, m
     assert np.array_equal(again, labels)  # the order is the seed's
 
 
-def test_a_damaged_record_in_a_shuffled_pass_is_named(tensors, tmp_path):
-    path, _ = tensors
-    at = int(tn.framing.scan_file(path, use_index=False).offsets[413])
-    data = bytearray(Path(path).read_bytes())
-    data[at + 12 + 1500] ^= 0x08
-    damaged = tmp_path / "damaged.tfrecord"
-    damaged.write_bytes(data)
-    for indexed in (False, True):
-        ds = tn.open(damaged, SPEC)
-        if indexed:
-            len(ds)
-        with pytest.raises(tn.CorruptRecordError) as ours:
-            list(ds.batches(64, shuffle=200, seed=3))
-        assert (ours.value.path, ours.value.record, ours.value.offset) == (str(damaged), 413, at)
-        assert "payload CRC mismatch" in str(ours.value)
-
-
 @pytest.fixture
 def picked(monkeypatch):
     """The test's 5 KiB records counted as large enough to be drawn by number."""
@@ -252,19 +243,20 @@ def test_shuffled_big_records_in_indexed_files_are_read_by_position(
     assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
 
 
-@pytest.mark.parametrize("shuffle", [200, True])
-def test_a_damaged_record_read_by_position_in_a_shuffle_is_named(
-    tensors, picked, shuffle, tmp_path
+@pytest.mark.parametrize(
+    ("shuffle", "indexed", "by_number"),
+    [(200, False, False), (200, True, False), (200, True, True), (True, True, False)],
+)
+def test_a_damaged_record_in_a_shuffled_pass_is_named(
+    damaged, shuffle, indexed, by_number, monkeypatch
 ):
-    path, _ = tensors
-    at = int(tn.framing.scan_file(path, use_index=False).offsets[413])
-    data = bytearray(Path(path).read_bytes())
-    data[at + 12 + 1500] ^= 0x08
-    damaged = tmp_path / "damaged.tfrecord"
-    damaged.write_bytes(data)
-    ds = tn.open(damaged, SPEC)
-    len(ds)
+    path, at = damaged
+    if by_number:
+        monkeypatch.setattr(record_dataset, "PICKED_RECORD_BYTES", 4 << 10)
+    ds = tn.open(path, SPEC)
+    if indexed:
+        len(ds)
     with pytest.raises(tn.CorruptRecordError) as ours:
         list(ds.batches(64, shuffle=shuffle, seed=3))
-    assert (ours.value.path, ours.value.record, ours.value.offset) == (str(damaged), 413, at)
+    assert (ours.value.path, ours.value.record, ours.value.offset) == (str(path), 413, at)
     assert "payload CRC mismatch" in str(ours.value)
