@@ -204,6 +204,7 @@ def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, indexed, m
     monkeypatch.setattr(record_dataset, "shuffle_records", noting)
     got = list(ds.batches(64, shuffle=200, seed=3))
     assert pooled and all(pooled)  # payloads left in their frames, not copied out first
+    assert ds._files.indexed  # a whole pass, shuffled too, indexes the files it walked
     labels = np.concatenate([b["label"] for b in got])
     assert sorted(labels.tolist()) == list(range(N)) and labels.tolist() != list(range(N))
     theirs = _tf_parse(tf, path)

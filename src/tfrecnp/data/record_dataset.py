@@ -269,6 +269,8 @@ class RecordSource(Source):
             raw = self._global_shuffle(start, stop, block, rng)
         elif pool:
             raw = self._interleaved(start, stop, block, rng, framed=framed)
+            if framed and self.whole(start, stop):  # the pass indexes the files it walks
+                raw = self.files.learned(raw)
         else:  # big records are decoded where they were read, in their frames
             raw = self._stream_batches(start, stop, block, framed=big)
         spares = self.files.spares
