@@ -19,7 +19,9 @@ has no permutation of every record and no reads by position.
 
 Then the checkpoint index: its build (`len(ds)` with no sidecars: the pass that makes the
 inflate checkpoints and walks the frames) against one pass `batches(1024)` of the GZIP file,
-and the `.zran.idx` sidecar's size against the compressed file's. In-process cases run
+and the `.zran.idx` sidecar's size against the compressed file's; beside it rapidgzip's
+inflate alone (one thread, the build's chunk size, nothing walked or written), the least any
+build made with it can take. In-process cases run
 round-robin (one run of each per round); numbers are medians.
 
     python benchmarks/run.py gzip [--runs N] [--cases numeric,tokens] [--no-peers]
@@ -27,13 +29,14 @@ round-robin (one run of each per round); numbers are medians.
 Floors (issue 26): >= 5x TensorFlow at batch 1024 on numeric GZIP, ds[i] on GZIP >= 20 k
 records/s, the index build <= one pass, the index <= 5% of the compressed file.
 
-Last run (2-core machine shared with other work, load about 3, --runs 3): numeric at batch
-1024 6.2x TensorFlow (2.06 M against 330 k records/s), ds[i] 38.6 k records/s from a cold
-dataset (74 k on the plain file), index build 1.56 passes, 0.16% of the file; tokens 9.4x,
-48.1 k, 1.32 passes, 0.39%; raw 2.2x, 3.1 k (2 000 reads inflate nearly all 117 MB),
-1.46 passes, 0.02%. rapidgzip builds at about two thirds of igzip's speed on one core;
-with 4 MiB between checkpoints (SPACING) a build took one pass, and cold reads by position
-inflated four times as much each.
+Last full run (2-core machine shared with other work, load about 3, --runs 3): numeric at
+batch 1024 6.2x TensorFlow (2.06 M against 330 k records/s). Last run of the index rows
+(--no-peers, 4 MiB between checkpoints): ds[i] 48.8 k records/s from a cold dataset (107 k
+on the plain file), index build 1.12 passes, 0.04% of the file; tokens 55.3 k, 1.19
+passes, 0.09%; raw 3.6 k (2 000 reads inflate nearly all 117 MB), 1.53 passes, 0.01%.
+rapidgzip's inflate stops at every deflate block and runs at about two thirds of igzip's
+speed on one core (on raw, its inflate alone takes longer than igzip's whole pass), and on
+two threads it was slower still: a build made with it stays above one pass.
 """
 
 from __future__ import annotations
@@ -231,6 +234,22 @@ def _index_build(case: str, gz: Path, runs: int) -> tuple[list[float], float]:
     return seconds, os.path.getsize(checkpoint_path(str(gz))) / gz.stat().st_size
 
 
+def _rapidgzip_alone(gz: Path, runs: int) -> list[float]:
+    """Seconds of rapidgzip's inflate of the file as a build runs it, the output dropped."""
+    from tfrecnp.format import inflate_index
+
+    seconds = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        handle = inflate_index._open(str(gz), inflate_index.BUILD_THREADS)
+        buf = bytearray(inflate_index.READ_BYTES)
+        while handle.readinto(buf):
+            pass
+        inflate_index.close(handle)
+        seconds.append(time.perf_counter() - t0)
+    return seconds
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--generate"]:
@@ -251,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         for p in (gz, plain):
             warm_page_cache(p)
         build, index_share = _index_build(case, gz, args.runs)
+        alone = statistics.median(_rapidgzip_alone(gz, args.runs))
         files = {"gz": _cases(case, gz, n), "plain": _cases(case, plain, n)}
         got: dict[tuple[str, str], list[float]] = {}
         for _ in range(args.runs):  # round-robin: each row of each file once per round
@@ -296,6 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  index build {built:.2f} s = {built / one_pass:.2f} passes of batches(1024) "
             f"({one_pass:.2f} s); .zran.idx = {100 * index_share:.2f}% of the GZIP file"
         )
+        print(f"  rapidgzip's inflate alone {alone:.2f} s = {alone / one_pass:.2f} passes")
         summary.append(
             (
                 case,

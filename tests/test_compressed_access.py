@@ -23,6 +23,7 @@ import pytest
 import tfrecnp as tn
 from tfrecnp.cli import main
 from tfrecnp.format import inflate_index
+from tfrecnp.format.index import read_index
 
 tf = pytest.importorskip("tensorflow")  # installed by the test extra: this runs in CI
 
@@ -318,6 +319,74 @@ def test_the_index_command_writes_both_sidecars_and_they_are_trusted(shards, kin
         ds = tn.open(path, SPEC)
         assert len(ds) == N // 2
         assert as_lists(ds[[3, 1400, 2]]) == expect([3, 1400, 2])
+
+
+def test_the_walk_writes_the_idx_while_the_shard_inflates(shards, kind, tmp_path):
+    """The pass that makes the checkpoints writes the `.idx` as it walks the
+    frames: the lines of the reference walk, in place once the checkpoints are, trusted."""
+    path = _copy(shards, kind, tmp_path)
+    cp, walked = inflate_index.checkpoints_and_frames(path, kind)
+    assert cp.stored and walked is not None
+    stream = zlib.decompress(
+        Path(path).read_bytes(), zlib.MAX_WBITS | (16 if kind == "GZIP" else 0)
+    )
+    offsets, lengths = _reference_walk(stream)
+    lines = [f"{o} {n + 16}" for o, n in zip(offsets, lengths, strict=True)]
+    assert Path(path + ".idx").read_text().split("\n")[:-1] == lines
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        os.path.basename(path) + s for s in ("", ".idx", ".zran.idx")
+    )  # no hidden file left behind
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an .idx it ignored would warn
+        found = read_index(path + ".idx", path)
+    assert found is not None and found.offsets.tolist() == offsets
+
+
+def test_the_walk_writes_no_idx_through_damage_nor_unless_writing(shards, truncated, kind):
+    path, _ = truncated
+    cp, walked = inflate_index.checkpoints_and_frames(path, kind)
+    assert walked is None and not cp.stored
+    folder = os.path.dirname(path)
+    assert os.listdir(folder) == [os.path.basename(path)]  # no .idx, no hidden file
+    (Path(folder) / "whole").mkdir()
+    whole = _copy(shards, kind, Path(folder) / "whole")
+    inflate_index.checkpoints_and_frames(whole, kind, write=False)
+    assert not os.path.exists(whole + ".idx") and not os.path.exists(whole + ".zran.idx")
+
+
+def test_reads_across_many_checkpoints_equal_the_records(tmp_path, monkeypatch):
+    """Checkpoints a few KiB apart (the shards above have one): reads by position that
+    start, end and cross between them, in any order and from threads at once."""
+    monkeypatch.setattr(inflate_index, "SPACING", 64 << 10)
+    count = 3000
+
+    def blob(i: int) -> bytes:  # does not compress: about 1.2 MB of deflate stream
+        return np.random.default_rng(i).bytes(300 + i % 200)
+
+    path = str(tmp_path / "many.tfrecord.gz")
+    with tf.io.TFRecordWriter(path, options="GZIP") as w:
+        for i in range(count):
+            feature = {
+                "id": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                "blob": tf.train.Feature(bytes_list=tf.train.BytesList(value=[blob(i)])),
+            }
+            w.write(
+                tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+            )
+    spec = {"id": tn.FixedLen((), "int64"), "blob": tn.Bytes()}
+    ds = tn.open(path, spec)
+    assert len(ds) == count
+    assert len(inflate_index.read_checkpoints(path, "GZIP").starts) > 10
+    order = np.random.default_rng(0).permutation(count).tolist()
+    fresh = tn.open(path, spec)  # nothing inflated yet: every span decoded on demand
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda i: fresh[i], order))
+    assert [int(r["id"]) for r in got] == order
+    assert all(bytes(r["blob"]) == blob(i) for r, i in zip(got, order, strict=True))
+    batch = tn.open(path, spec)[order[:500]]
+    assert np.asarray(batch["id"]).tolist() == order[:500]
+    seen = [i for b in ds.batches(256, shuffle=True, seed=3) for i in np.asarray(b["id"])]
+    assert sorted(seen) == list(range(count))
 
 
 def test_gzip_members_one_after_another_read_by_position(tmp_path):

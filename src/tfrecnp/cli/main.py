@@ -85,9 +85,9 @@ def cmd_index(args: argparse.Namespace) -> int:
     with Progress("index", total_bytes=sum(sizes), enabled=show) as bar:
         for path, size in zip(paths, sizes, strict=True):
             compression = file_compression(path, _compression(args))
-            index = scan_file(path, compression=compression, use_index=False)
-            # issue 26: GZIP / ZLIB shards get inflate checkpoints too, before their .idx
+            # GZIP / ZLIB shards get inflate checkpoints too, and their .idx from that pass
             made = index_checkpoints(path, compression) if compression else None
+            index = scan_file(path, compression=compression, use_index=made is not None)
             row = {"path": path, "index": write_index(index), "records": len(index)}
             rows.append(row if made is None else {**row, "checkpoints": made})
             bar.update(len(index), size)

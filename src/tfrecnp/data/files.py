@@ -42,7 +42,7 @@ from ..errors import SALVAGE_HINT, CorruptRecordError, RandomAccessError
 from ..format import inflate_index
 from ..format.damage import DamagePolicy
 from ..format.frames import HEADER_BYTES, OVERHEAD_BYTES, length_crc_mismatch
-from ..format.index import RecordIndex, write_index
+from ..format.index import RecordIndex
 from ..format.inflate_index import Checkpoints, Inflated, SpanCache
 from ..format.payloads import LOC_BITS, LOC_MASK, Origins, RecordBatch
 from ..format.reader import RecordReader, file_compression, scan_file
@@ -215,12 +215,10 @@ class Files:
         path, kind = self.paths[f], self.kinds[f]
         if kind is not None and self.inflatable and self.damage.raises:
             # one pass makes the checkpoints and walks the frames (unless sidecars hold them)
+            # (and writes both sidecars, which the next open reads instead of inflating)
             cp, walked = inflate_index.checkpoints_and_frames(path, kind)
             self._checkpoints[f] = cp
             if walked is not None:
-                if cp.stored:  # the next open reads both sidecars instead of inflating again
-                    with contextlib.suppress(OSError):
-                        write_index(RecordIndex(path, *walked))
                 return walked
         if self.damage.raises:  # a sidecar may stand in for the scan
             index = scan_file(path, compression=kind)

@@ -7,7 +7,8 @@ considered it is the one that reads both GZIP and ZLIB streams (indexed_gzip ref
 streams) and concatenated gzip members, and exports and imports its checkpoints. A build
 inflates on one thread (rapidgzip's parallel mode decodes each chunk twice, before and after
 its window is known, which was slower on two cores) while this one walks the frames in
-what it inflated. They are kept in a sidecar beside the shard's `.idx`, ``<shard>.zran.idx``:
+what it inflated (and writes them as the shard's `.idx` as it goes, in the time it would
+spend waiting). They are kept in a sidecar beside the shard's `.idx`, ``<shard>.zran.idx``:
 
     TFRECNP-ZRAN 1\\n
     one line of JSON: the shard's size, mtime_ns and the CRC-32 of its first HEAD_BYTES
@@ -46,14 +47,15 @@ from typing import Any
 
 import numpy as np
 
-from .._core import framing
+from .._core import encode, framing
 from .._util import fs
-from .._util.atomic import atomic_output
+from .._util.atomic import atomic_output, hidden_sibling
 from .._util.optional import import_module
 from .._util.progress import Progress
 from .._util.threads import run_ahead
 from ..errors import CorruptRecordError, RandomAccessError
 from .frames import OVERHEAD_BYTES
+from .paths import INDEX_SUFFIX
 
 __all__ = [
     "CHECKPOINT_SUFFIX",
@@ -72,7 +74,7 @@ __all__ = [
 
 CHECKPOINT_SUFFIX = ".zran.idx"  # ends in .idx: folder listings pass over it as a sidecar
 MAGIC = b"TFRECNP-ZRAN 1\n"
-SPACING = 1 << 20  # compressed bytes between checkpoints (rapidgzip's chunk size)
+SPACING = 4 << 20  # compressed bytes between checkpoints (rapidgzip's chunk size)
 HEAD_BYTES = 1 << 16  # the stamp's checksum covers this many first bytes of the shard
 READ_BYTES = 4 << 20  # a build decompresses this much at a time
 PROGRESS_BYTES = 64 << 20  # a build of a shard this large shows a progress bar
@@ -184,7 +186,8 @@ class _FrameWalk:
     where a frame does, or a length CRC failed: the caller then scans the usual way, which
     names the damage."""
 
-    def __init__(self):
+    def __init__(self, lines: _IndexLines | None = None):
+        self.lines = lines  # where the frames go as `.idx` lines while they are walked
         self.pos = 0  # stream offset of the next frame header
         self.base = 0  # stream offset of the next piece
         self.carry = b""  # bytes pos.. of a header cut by the end of the last piece
@@ -208,6 +211,8 @@ class _FrameWalk:
             status, at, k, _ = framing.scan_frames(win, at, 1 << 62, starts, lengths)
             if k:
                 self.parts.append((starts[:k] + win_base, lengths[:k].copy()))
+                if self.lines is not None:
+                    self.lines.write(*self.parts[-1])
             if status == framing.BAD_LENGTH_CRC:
                 self.failed = True
                 return
@@ -223,6 +228,48 @@ class _FrameWalk:
             return np.empty(0, np.int64), np.empty(0, np.int64)
         offsets, lengths = zip(*self.parts, strict=True)
         return np.concatenate(offsets), np.concatenate(lengths)
+
+
+class _IndexLines:
+    """A shard's `.idx`, written while its frames are walked (this thread waits on the
+    inflate anyway): a hidden file beside it, renamed into place by `publish`, else dropped.
+    A storage that refuses it leaves no `.idx`, as files.py's own write would."""
+
+    def __init__(self, path: str):
+        self.target = fs.suffixed(path, INDEX_SUFFIX)  # format/index.py's index_path
+        self.tmp = hidden_sibling(self.target)
+        try:
+            self.file: Any = open(self.tmp, "wb")  # noqa: SIM115 (closed by publish / drop)
+        except OSError:
+            self.file = None
+
+    def write(self, offsets: np.ndarray, lengths: np.ndarray) -> None:
+        if self.file is None:
+            return
+        try:
+            self.file.write(encode.index_lines(offsets, lengths + OVERHEAD_BYTES))
+        except OSError:
+            self.drop()
+
+    def publish(self) -> bool:
+        if self.file is None:
+            return False
+        try:
+            self.file.close()
+            os.replace(self.tmp, self.target)
+        except OSError:
+            self.drop()
+            return False
+        self.file = None
+        return True
+
+    def drop(self) -> None:
+        if self.file is not None:
+            with contextlib.suppress(OSError):
+                self.file.close()
+            with contextlib.suppress(OSError):
+                os.remove(self.tmp)
+            self.file = None
 
 
 def _damaged_checkpoints(path: str, compression: str, stamp: dict) -> Checkpoints:
@@ -300,32 +347,47 @@ def checkpoints_for(path: str, compression: str, *, write: bool = True) -> Check
 
 
 def checkpoints_and_frames(
-    path: str, compression: str, *, write: bool = True
+    path: str, compression: str, *, write: bool = True, rebuild: bool = False, progress: bool = True
 ) -> tuple[Checkpoints, tuple[np.ndarray, np.ndarray] | None]:
-    """`checkpoints_for`, and, when they had to be built, the (frame offsets, payload
-    lengths) of the shard walked in the same pass: None when read from the sidecar, or when
-    the walk met damage (the caller's own scan then says where)."""
-    cp = read_checkpoints(path, compression)
+    """`checkpoints_for` (rebuild: built even when a sidecar holds them), and, when they
+    were built, the (frame offsets, payload lengths) of the shard walked in the same pass:
+    None when read from the sidecar, or when the walk met damage (the caller's own scan
+    then says where).
+
+    write: write the checkpoint sidecar, and the walked frames as the shard's `.idx` (the
+    format of format/index.py's write_index) as they are walked, while the inflate runs in
+    the other thread; the `.idx` is put in place once the checkpoints are (an `.idx` of a
+    compressed shard is trusted only beside them), and not when the walk met damage."""
+    cp = None if rebuild else read_checkpoints(path, compression)
     if cp is not None:
         return cp, None
-    walk = _FrameWalk()
-    cp = build_checkpoints(path, compression, frames=walk)
-    if write and cp.index:
-        with contextlib.suppress(OSError):  # read-only storage: kept (and pickled) in memory
-            write_checkpoints(cp)
-    return cp, walk.result(cp.inflated_size) if cp.index else None
+    lines = _IndexLines(path) if write else None
+    try:
+        walk = _FrameWalk(lines)
+        cp = build_checkpoints(path, compression, progress=progress, frames=walk)
+        walked = walk.result(cp.inflated_size) if cp.index else None
+        if write and cp.index:
+            with contextlib.suppress(OSError):  # read-only storage: kept (and pickled) in memory
+                write_checkpoints(cp)
+        if lines is not None and cp.stored and walked is not None:
+            lines.publish()
+    finally:
+        if lines is not None:
+            lines.drop()
+    return cp, walked
 
 
 def index_checkpoints(path: str, compression: str) -> str:
-    """`tfrecnp index` for a compressed shard: build its checkpoints and write the sidecar;
-    returns the sidecar's path. Needs a local file and the gzip extra."""
+    """`tfrecnp index` for a compressed shard: build its checkpoints and write the sidecar
+    (and the `.idx`, from the same pass); returns the sidecar's path. Needs a local file
+    and the gzip extra."""
     if fs.is_url(path) or not have_rapidgzip():
         need = "a local file" if fs.is_url(path) else f"the gzip extra ({PIP_LINE})"
         raise RandomAccessError(
             f"{path} is {compression}-compressed: indexing it for reads by position needs "
             f"{need}; or decompress it first (e.g. `gunzip`) and index that"
         )
-    cp = build_checkpoints(path, compression, progress=False)
+    cp, _ = checkpoints_and_frames(path, compression, rebuild=True, progress=False)
     if not cp.index:
         raise CorruptRecordError(
             f"the {compression} stream is damaged at decompressed byte {cp.inflated_size}",
@@ -334,7 +396,7 @@ def index_checkpoints(path: str, compression: str) -> str:
             offset=cp.inflated_size,
             hint="run `tfrecnp verify --salvage` to copy the good records",
         )
-    return write_checkpoints(cp)
+    return checkpoint_path(path) if cp.stored else write_checkpoints(cp)  # its error, if any
 
 
 # --- reads by position -------------------------------------------------------------------------
