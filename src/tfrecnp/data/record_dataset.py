@@ -262,7 +262,7 @@ class RecordSource(Source):
             return
         big = self.mean_record_bytes(start, stop) >= BIG_RECORD_BYTES
         pool = shuffle.kind == "buffer"  # shuffle payloads, then decode
-        framed = big and pool and self.files.damage.raises  # pooled in their frames
+        framed = plan == "crew" and big  # pooled in their frames
         crew = plan == "crew"
         rng = shuffle.rng()
         if shuffle.kind == "all":
@@ -317,8 +317,9 @@ class RecordSource(Source):
         at a time (`_piece_blocks`); "picked": big records shuffled in indexed files, each
         crew member reading its block's records by position (`_picked_blocks`: shuffle=True,
         and shuffle=N from PICKED_RECORD_BYTES); "crew": small records in file order (any
-        damage policy), or big ones pooled in their frames, two threads each reading then
-        decoding a block (see CREW); "ahead": one thread reads, the caller's decodes."""
+        damage policy), or big ones of uncompressed files pooled in their frames, two
+        threads each reading then decoding a block (see CREW); "ahead": one thread reads,
+        the caller's decodes."""
         mean = self.mean_record_bytes(start, stop)
         raises = self.files.damage.raises
         if mean < BIG_RECORD_BYTES:
@@ -332,7 +333,8 @@ class RecordSource(Source):
             self.files.index()
         if self.by_position() and (shuffle.kind == "all" or mean >= PICKED_RECORD_BYTES):
             return "picked"
-        return "crew" if shuffle.kind == "buffer" else "ahead"
+        # pooled in their frames; compressed streams keep a reading thread of their own
+        return "crew" if shuffle.kind == "buffer" and self.files.seekable else "ahead"
 
     def _piece_blocks(
         self, start: int, stop: int | None, block: int, ahead: int, threads: int | None
