@@ -9,9 +9,9 @@ kept open from pass to pass as a training run keeps it (one process; the limit r
 its passes from every case). Peers at batch 1024, each
 in its own process: TensorFlow's best pipeline (`TFRecordDataset -> batch -> map(
 parse_example + decode_raw, AUTOTUNE) -> prefetch`, every output's `.numpy()`), and
-rustfrecord (a Rust reader into NumPy arrays, a record at a time; stacked into batches of
-1024) when the interpreter named by TFRECNP_RUSTFRECORD_PYTHON has it (it pins torch 2.2.0
-and numpy 1.24.4, so it lives in a venv of its own).
+rustfrecord (a Rust reader into NumPy arrays, a record at a time; stacked, or joined, into
+batches of 1024) when the interpreter named by TFRECNP_RUSTFRECORD_PYTHON has it (it pins
+torch 2.2.0 and numpy 1.24.4, so it lives in a venv of its own).
 
 Files, written once by our writer into bench-data/big-records/:
 
@@ -196,7 +196,8 @@ def _tf_side(case: str, path: str, runs: int) -> None:
 
 def _rust_side(case: str, path: str, runs: int) -> None:
     """rustfrecord: one dict of NumPy arrays per record (a bytes feature's single value as
-    a uint8 array), stacked into batches of PEER_BATCH."""
+    a uint8 array), stacked into batches of PEER_BATCH (encoded images joined into one
+    buffer, as a tn.Bytes or ragged tn.Raw column holds them)."""
     from rustfrecord import Reader
 
     key = "image" if case.startswith("jpeg") else "data"
@@ -209,9 +210,8 @@ def _rust_side(case: str, path: str, runs: int) -> None:
             value = features[key]
             rows.append(value.view(np.float32).reshape(side, side) if side else value)
             labels.append(features["label"])
-            if len(rows) == PEER_BATCH:
-                if side:
-                    np.stack(rows)
+            if len(rows) == PEER_BATCH:  # one array per batch, as tfrecnp's columns are
+                np.stack(rows) if side else np.concatenate(rows)
                 np.concatenate(labels)
                 got += len(rows)
                 rows, labels = [], []
