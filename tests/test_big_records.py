@@ -41,8 +41,7 @@ def tensors(tf_write, tmp_path_factory):
 
 @pytest.fixture
 def small_pieces(monkeypatch):
-    """Blocks past 64 KiB decoded in pieces of about 32 KiB (six records)."""
-    monkeypatch.setattr(record_dataset, "WHOLE_BLOCK_BYTES", 64 << 10)
+    """Blocks decoded in pieces of about 32 KiB (six records)."""
     monkeypatch.setattr(record_dataset, "PIECE_BYTES", 32 << 10)
 
 
@@ -57,11 +56,13 @@ def _tf_parse(tf, path):
 
 
 @pytest.mark.parametrize("indexed", [False, True])
-@pytest.mark.parametrize("batch_size", [7, 64, 500])
+@pytest.mark.parametrize("batch_size", [7, 12, 64, 500])
 def test_large_blocks_of_big_records_are_decoded_in_pieces(
     tf, tensors, small_pieces, batch_size, indexed, monkeypatch
 ):
     path, _ = tensors
+    if batch_size == 12:  # blocks of 12 records, two pieces each: any block past a piece
+        monkeypatch.setattr(blocks, "BLOCK_BYTES", 60 << 10)
     ds = tn.open(path, SPEC)
     if indexed:
         assert len(ds) == N and ds._by_position()  # each crew member reads its piece

@@ -63,9 +63,6 @@ CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
 CREW = 2  # small records in file order: two threads, each reading then decoding a block
 _BLOCK_SPARES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per source
 BIG_RECORD_BYTES = 4 << 10  # from here copies and CRCs weigh as much as decoding
-# Big records: a block up to this size is read and decoded whole, by one crew member (no
-# copy); a larger one in pieces of PIECE_BYTES, put in place by the members side by side.
-WHOLE_BLOCK_BYTES = 32 << 20
 # Shuffled big records from this size are drawn as record numbers and read by position
 # (a read per record costs less than passing the record through a pool in memory).
 PICKED_RECORD_BYTES = 32 << 10
@@ -339,18 +336,20 @@ class RecordSource(Source):
     def _piece_blocks(
         self, start: int, stop: int | None, block: int, ahead: int, threads: int | None
     ) -> Iterator[Block]:
-        """Blocks of big records read, checked and decoded by the crew: blocks up to
-        WHOLE_BLOCK_BYTES one per member, larger ones (large batches of big records) a
-        piece (PIECE_BYTES) at a time, each member copying its piece's fixed-shape columns
-        into their rows of the block (`RowBlocks`) while the piece is in its cache. So a
-        large batch neither waits for one thread to read and decode its whole block nor
-        holds a thread's worth of such blocks."""
+        """Blocks of big records read, checked and decoded by the crew a piece (about
+        PIECE_BYTES) at a time, each member decoding its piece's fixed-shape columns into
+        their rows of the block (`RowBlocks`). So a large batch neither waits for one
+        thread to read and decode its whole block nor holds a thread's worth of such
+        blocks, and a pass reads into a few buffers of a piece, not one of each block's
+        size (fresh pages, which a new dataset's first pass pays for, cost a fault each).
+        Blocks with bytes or ragged columns stay whole (their pieces would be joined by a
+        copy)."""
         threads = max(1, CPUS // CREW) if threads is None else threads  # per member
         size = block * self.mean_record_bytes(start, stop)
         fixed = fixed_rows(self.spec)
-        whole = size <= WHOLE_BLOCK_BYTES or len(fixed) < len(feature_names(self.spec))
-        pieces = 1 if whole else round(size / PIECE_BYTES)  # bytes and ragged columns
-        piece = -(-block // pieces)  # would be joined by a copy: their blocks stay whole
+        whole = len(fixed) < len(feature_names(self.spec))
+        pieces = 1 if whole else max(1, round(size / PIECE_BYTES))
+        piece = -(-block // pieces)
         spares = _BLOCK_SPARES.get(self)
         if spares is None:  # blocks' pages apart from read buffers: sizes differ, and
             spares = _BLOCK_SPARES[self] = Spares(limit=8)  # a Spares drops smaller ones
