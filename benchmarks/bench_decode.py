@@ -40,7 +40,15 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, Result, format_rate, print_table, spec_of, warm_page_cache
+from common import (
+    DATA_DIR,
+    Result,
+    format_rate,
+    print_table,
+    spec_of,
+    tf_parser,
+    warm_page_cache,
+)
 
 CASES = {
     "numeric": 1_000_000,
@@ -156,28 +164,7 @@ def timed(once, runs: int) -> dict:
 def run_tf(case: str, path: str, runs: int) -> dict:
     import tensorflow as tf
 
-    if case == "numeric":
-        spec = {
-            "label": tf.io.FixedLenFeature([], tf.int64),
-            "x": tf.io.FixedLenFeature([16], tf.float32),
-            "id": tf.io.FixedLenFeature([], tf.string),
-        }
-    elif case == "raw":
-        spec = {
-            "label": tf.io.FixedLenFeature([], tf.int64),
-            "data": tf.io.FixedLenFeature([], tf.string),
-        }
-    else:
-        spec = {
-            "label": tf.io.FixedLenFeature([], tf.int64),
-            "tokens": tf.io.RaggedFeature(tf.int64),
-        }
-
-    def parse(serialized):
-        out = tf.io.parse_example(serialized, spec)
-        if case == "raw":
-            out["data"] = tf.reshape(tf.io.decode_raw(out["data"], tf.float32), [-1, 64, 64])
-        return out
+    parse = tf_parser(case)
 
     def once() -> int:
         dataset = (

@@ -53,7 +53,15 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, format_rate, peer_report, run_peer, spec_of, warm_page_cache
+from common import (
+    DATA_DIR,
+    format_rate,
+    peer_report,
+    run_peer,
+    spec_of,
+    tf_parser,
+    warm_page_cache,
+)
 
 CASES = {"numeric": 500_000, "tokens": 200_000, "raw": 8_000}
 RANDOM_READS = {"numeric": 20_000, "tokens": 20_000, "raw": 2_000}  # ds[i] calls per run
@@ -143,22 +151,7 @@ def ensure_data(case: str) -> tuple[Path, Path]:
 def peer_tf(case: str, path: str, how: str, runs: int) -> None:
     import tensorflow as tf
 
-    spec = {"label": tf.io.FixedLenFeature([], tf.int64)}
-    if case == "numeric":
-        spec |= {
-            "x": tf.io.FixedLenFeature([16], tf.float32),
-            "id": tf.io.FixedLenFeature([], tf.string),
-        }
-    elif case == "raw":
-        spec["data"] = tf.io.FixedLenFeature([], tf.string)
-    else:
-        spec["tokens"] = tf.io.RaggedFeature(tf.int64)
-
-    def parse(serialized):
-        out = tf.io.parse_example(serialized, spec)
-        if case == "raw":
-            out["data"] = tf.reshape(tf.io.decode_raw(out["data"], tf.float32), [-1, 64, 64])
-        return out
+    parse = tf_parser(case)
 
     def once() -> int:
         ds = tf.data.TFRecordDataset(path, compression_type="GZIP")

@@ -147,6 +147,29 @@ def spec_of(case: str) -> dict:
     return {"label": tn.FixedLen((), "int64"), "tokens": tn.VarLen("int64")}
 
 
+def tf_parser(case: str):
+    """TensorFlow's parse of a batch of the benchmarks' record kinds (numeric, tokens,
+    raw), as `spec_of` reads them: tf.io.parse_example, raw tensors through decode_raw."""
+    import tensorflow as tf
+
+    spec = {"label": tf.io.FixedLenFeature([], tf.int64)}
+    if case == "numeric":
+        spec["x"] = tf.io.FixedLenFeature([16], tf.float32)
+        spec["id"] = tf.io.FixedLenFeature([], tf.string)
+    elif case == "raw":
+        spec["data"] = tf.io.FixedLenFeature([], tf.string)
+    else:
+        spec["tokens"] = tf.io.RaggedFeature(tf.int64)
+
+    def parse(serialized):
+        out = tf.io.parse_example(serialized, spec)
+        if case == "raw":
+            out["data"] = tf.reshape(tf.io.decode_raw(out["data"], tf.float32), [-1, 64, 64])
+        return out
+
+    return parse
+
+
 def run_peer(script: Path | str, args: list[str], *, flag: str = "--peer") -> dict:
     """Run `python script <flag> ...args` and return the JSON object on its last stdout line
     (flag: "--peer" for another reader, "--side" for one side of a comparison).
