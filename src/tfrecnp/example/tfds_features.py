@@ -233,16 +233,7 @@ class Frames(Feature):
     def finish(
         self, column: Any, *, name: str = "", where: Callable[[int], tuple[str, int]] | None = None
     ) -> Any:
-        if isinstance(column, Ragged):
-            flat, splits = column.values, column.row_splits
-        else:  # FixedLen((length,), "bytes"): an object array [N, length]
-            flat = BytesColumn.from_list(list(np.asarray(column).reshape(-1)))
-            splits = np.arange(len(column) + 1, dtype=np.int64) * (self.length or 0)
-
-        def frame_where(k: int) -> tuple[str, int]:
-            row = int(np.searchsorted(splits, k, side="right")) - 1
-            return where(row) if where is not None else ("", row)
-
+        flat, splits, frame_where = _flattened(column, self.length, where)
         frames = self.image.finish(flat, name=name, where=frame_where)
         if len(frames) == 0 and self.frame_shape is not None and None not in self.frame_shape:
             frames = np.empty((0, *self.frame_shape), self.image.dtype)
@@ -274,6 +265,25 @@ class Frames(Feature):
 
     def spell(self) -> str:
         return f"Frames({self.image.spell()}, length={self.length!r})"
+
+
+def _flattened(
+    column: Any, length: int | None, where: Callable[[int], tuple[str, int]] | None
+) -> tuple[Any, np.ndarray, Callable[[int], tuple[str, int]]]:
+    """A sequence of bytes values (a Ragged, or FixedLen((length,), "bytes"): an object
+    array [N, length]) as (its values in one column, row splits, where(k) of value k: the
+    path and record of its row)."""
+    if isinstance(column, Ragged):
+        flat, splits = column.values, np.asarray(column.row_splits, np.int64)
+    else:
+        flat = BytesColumn.from_list(list(np.asarray(column).reshape(-1)))
+        splits = np.arange(len(column) + 1, dtype=np.int64) * (length or 0)
+
+    def value_where(k: int) -> tuple[str, int]:
+        row = int(np.searchsorted(splits, k, side="right")) - 1
+        return where(row) if where is not None else ("", row)
+
+    return flat, splits, value_where
 
 
 @register_feature_type
@@ -410,16 +420,7 @@ class TensorList(Feature):
     def finish(
         self, column: Any, *, name: str = "", where: Callable[[int], tuple[str, int]] | None = None
     ) -> Any:
-        if isinstance(column, Ragged):
-            flat, splits = column.values, np.asarray(column.row_splits, np.int64)
-        else:  # FixedLen((length,), "bytes"): an object array [N, length]
-            flat = BytesColumn.from_list(list(np.asarray(column).reshape(-1)))
-            splits = np.arange(len(column) + 1, dtype=np.int64) * (self.length or 0)
-
-        def element_where(k: int) -> tuple[str, int]:
-            row = int(np.searchsorted(splits, k, side="right")) - 1
-            return where(row) if where is not None else ("", row)
-
+        flat, splits, element_where = _flattened(column, self.length, where)
         zipped = ZlibTensor(self.dtype, self.shape) if self.encoding == "zlib" else None
         if zipped is not None:
             values = zipped.finish(flat, name=name, where=element_where)
