@@ -37,8 +37,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
     DATA_DIR,
@@ -46,6 +44,7 @@ from common import (
     format_rate,
     print_table,
     spec_of,
+    tf_examples,
     tf_parser,
     warm_page_cache,
 )
@@ -73,43 +72,10 @@ def generate(case: str, path: Path) -> None:
     """Write the case's file with tf.train.Example (runs in a subprocess)."""
     import tensorflow as tf
 
-    n = CASES[case]
-    rng = np.random.default_rng(0)
     tmp = path.with_name(path.name + ".tmp")
-    feature = tf.train.Feature
-
-    def ints(v):
-        return feature(int64_list=tf.train.Int64List(value=v))
-
     with tf.io.TFRecordWriter(str(tmp)) as w:
-        labels = rng.integers(0, 1000, n).tolist()
-        if case == "numeric":
-            floats = rng.random((n, 16), dtype=np.float32).tolist()
-            ids = rng.bytes(8 * n)
-            for i in range(n):
-                f = {
-                    "label": ints([labels[i]]),
-                    "x": feature(float_list=tf.train.FloatList(value=floats[i])),
-                    "id": feature(bytes_list=tf.train.BytesList(value=[ids[8 * i : 8 * i + 8]])),
-                }
-                w.write(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
-        elif case == "raw":
-            for i in range(n):
-                blob = rng.random((64, 64), dtype=np.float32).tobytes()
-                f = {
-                    "label": ints([labels[i]]),
-                    "data": feature(bytes_list=tf.train.BytesList(value=[blob])),
-                }
-                w.write(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
-        else:
-            lengths = rng.integers(0, 65, n)
-            tokens = rng.integers(0, 50_000, int(lengths.sum())).tolist()
-            at = 0
-            for i in range(n):
-                k = int(lengths[i])
-                f = {"label": ints([labels[i]]), "tokens": ints(tokens[at : at + k])}
-                at += k
-                w.write(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
+        for data in tf_examples(case, CASES[case]):
+            w.write(data)
     tmp.replace(path)
 
 

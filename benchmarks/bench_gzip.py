@@ -59,6 +59,7 @@ from common import (
     peer_report,
     run_peer,
     spec_of,
+    tf_examples,
     tf_parser,
     warm_page_cache,
 )
@@ -88,47 +89,12 @@ def generate(case: str) -> None:
     import tensorflow as tf
 
     gz, plain = paths(case)
-    n = CASES[case]
-    rng = np.random.default_rng(0)
-    feature = tf.train.Feature
-
-    def ints(v):
-        return feature(int64_list=tf.train.Int64List(value=v))
-
-    def records():
-        labels = rng.integers(0, 1000, n).tolist()
-        if case == "numeric":
-            floats = rng.random((n, 16), dtype=np.float32).tolist()
-            ids = rng.bytes(8 * n)
-            for i in range(n):
-                yield {
-                    "label": ints([labels[i]]),
-                    "x": feature(float_list=tf.train.FloatList(value=floats[i])),
-                    "id": feature(bytes_list=tf.train.BytesList(value=[ids[8 * i : 8 * i + 8]])),
-                }
-        elif case == "raw":
-            for i in range(n):
-                blob = rng.random((64, 64), dtype=np.float32).tobytes()
-                yield {
-                    "label": ints([labels[i]]),
-                    "data": feature(bytes_list=tf.train.BytesList(value=[blob])),
-                }
-        else:
-            lengths = rng.integers(0, 65, n)
-            tokens = rng.integers(0, 50_000, int(lengths.sum())).tolist()
-            at = 0
-            for i in range(n):
-                k = int(lengths[i])
-                yield {"label": ints([labels[i]]), "tokens": ints(tokens[at : at + k])}
-                at += k
-
     tmp_gz, tmp_plain = (p.with_name(p.name + ".tmp") for p in (gz, plain))
     with (
         tf.io.TFRecordWriter(str(tmp_gz), options="GZIP") as wz,
         tf.io.TFRecordWriter(str(tmp_plain)) as wp,
     ):
-        for f in records():
-            data = tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+        for data in tf_examples(case, CASES[case]):
             wz.write(data)
             wp.write(data)
     tmp_gz.replace(gz)

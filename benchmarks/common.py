@@ -147,6 +147,52 @@ def spec_of(case: str) -> dict:
     return {"label": tn.FixedLen((), "int64"), "tokens": tn.VarLen("int64")}
 
 
+def tf_examples(case: str, n: int):
+    """n serialized tf.train.Examples of a benchmark record kind (numeric, tokens, raw),
+    made by TensorFlow from seed 0: what `spec_of` and `tf_parser` read."""
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    feature = tf.train.Feature
+
+    def ints(v):
+        return feature(int64_list=tf.train.Int64List(value=v))
+
+    def serialized(f: dict) -> bytes:
+        return tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString()
+
+    labels = rng.integers(0, 1000, n).tolist()
+    if case == "numeric":
+        floats = rng.random((n, 16), dtype=np.float32).tolist()
+        ids = rng.bytes(8 * n)
+        for i in range(n):
+            yield serialized(
+                {
+                    "label": ints([labels[i]]),
+                    "x": feature(float_list=tf.train.FloatList(value=floats[i])),
+                    "id": feature(bytes_list=tf.train.BytesList(value=[ids[8 * i : 8 * i + 8]])),
+                }
+            )
+    elif case == "raw":
+        for i in range(n):
+            blob = rng.random((64, 64), dtype=np.float32).tobytes()
+            yield serialized(
+                {
+                    "label": ints([labels[i]]),
+                    "data": feature(bytes_list=tf.train.BytesList(value=[blob])),
+                }
+            )
+    else:
+        lengths = rng.integers(0, 65, n)
+        tokens = rng.integers(0, 50_000, int(lengths.sum())).tolist()
+        at = 0
+        for i in range(n):
+            k = int(lengths[i])
+            yield serialized({"label": ints([labels[i]]), "tokens": ints(tokens[at : at + k])})
+            at += k
+
+
 def tf_parser(case: str):
     """TensorFlow's parse of a batch of the benchmarks' record kinds (numeric, tokens,
     raw), as `spec_of` reads them: tf.io.parse_example, raw tensors through decode_raw."""

@@ -267,6 +267,21 @@ class Frames(Feature):
         return f"Frames({self.image.spell()}, length={self.length!r})"
 
 
+def _json_shape(shape: Any) -> list[int]:
+    """A shape with its unknown dimensions (None) as -1, as features.json and tn.Raw write them."""
+    return [-1 if d is None else d for d in shape]
+
+
+def _tensor_json(feature: Any) -> dict:
+    """The JSON of an encoded TFDS tensor feature: its type, dtype, shape and encoding."""
+    return {
+        "type": feature.type_name,
+        "dtype": feature.dtype,
+        "shape": _json_shape(feature.shape),
+        "encoding": feature.encoding,
+    }
+
+
 def _flattened(
     column: Any, length: int | None, where: Callable[[int], tuple[str, int]] | None
 ) -> tuple[Any, np.ndarray, Callable[[int], tuple[str, int]]]:
@@ -375,7 +390,7 @@ class FloatImage(Feature):
         return None if None in self.shape else FixedLen(self.shape, "float32")
 
     def to_json(self) -> dict:
-        return {"type": self.type_name, "shape": [-1 if d is None else d for d in self.shape]}
+        return {"type": self.type_name, "shape": _json_shape(self.shape)}
 
     @classmethod
     def from_json(cls, obj: dict) -> FloatImage:
@@ -439,13 +454,7 @@ class TensorList(Feature):
         return VarLen(self.dtype, self.shape)
 
     def to_json(self) -> dict:
-        return {
-            "type": self.type_name,
-            "dtype": self.dtype,
-            "shape": [-1 if d is None else d for d in self.shape],
-            "encoding": self.encoding,
-            "length": self.length,
-        }
+        return {**_tensor_json(self), "length": self.length}
 
     @classmethod
     def from_json(cls, obj: dict) -> TensorList:
@@ -548,12 +557,7 @@ class ShapedTensor(Joined):
         return out
 
     def to_json(self) -> dict:
-        return {
-            "type": self.type_name,
-            "dtype": self.dtype,
-            "shape": [-1 if d is None else d for d in self.shape],
-            "encoding": self.encoding,
-        }
+        return _tensor_json(self)
 
     @classmethod
     def from_json(cls, obj: dict) -> ShapedTensor:
@@ -737,7 +741,7 @@ class _Reader:
         elif shape.count(None) > 1:
             leaf.spec = ShapedTensor(dtype, shape, encoding)
         elif encoding == "bytes" and None not in shape[1:]:
-            leaf.spec = Raw(dtype, tuple(-1 if d is None else d for d in shape))
+            leaf.spec = Raw(dtype, tuple(_json_shape(shape)))
         elif None in shape[1:]:
             leaf.reason = f"an unknown dimension that is not the first, in shape {shape}"
         else:
