@@ -262,3 +262,19 @@ def test_a_damaged_record_in_a_shuffled_pass_is_named(
         list(ds.batches(64, shuffle=shuffle, seed=3))
     assert (ours.value.path, ours.value.record, ours.value.offset) == (str(path), 413, at)
     assert "payload CRC mismatch" in str(ours.value)
+
+
+def test_a_file_gone_by_the_end_of_its_pass_is_not_indexed(
+    tensors, small_pieces, tmp_path, monkeypatch
+):
+    path, _ = tensors
+    copy = tmp_path / "gone.tfrecord"
+    copy.write_bytes(Path(path).read_bytes())
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 64 << 10)  # blocks of a batch: read ahead less
+    ds = tn.open(copy, SPEC)
+    seen = 0
+    for batch in ds.batches(12):  # removed mid-pass (the open handle reads on)
+        seen += len(batch["label"])
+        if copy.exists():
+            copy.unlink()
+    assert seen == N and not ds._files.indexed  # the pass stands; nothing learned

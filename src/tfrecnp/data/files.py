@@ -202,7 +202,11 @@ class Files:
             offsets = np.concatenate([o for o, _ in got]) if got else empty
             lengths = np.concatenate([n for _, n in got]) if got else empty
             end = int(offsets[-1] + lengths[-1]) + OVERHEAD_BYTES if len(got) else 0
-            if end != os.path.getsize(self.paths[f]):
+            try:
+                size = os.path.getsize(self.paths[f])
+            except OSError:  # gone since it was read: the pass stands, nothing is learned
+                return
+            if end != size:
                 return
             found.append((offsets, lengths))
         with self._lock:
