@@ -15,6 +15,7 @@ import pytest
 import tfrecnp as tn
 from tfrecnp._util.spares import Spares
 from tfrecnp.data import blocks, record_dataset
+from tfrecnp.data import files as files_module
 from tfrecnp.data.blocks import RowBlocks
 from tfrecnp.example.columns import BytesColumn
 from tfrecnp.example.decode import Decoder
@@ -190,12 +191,9 @@ def test_a_whole_pass_indexes_the_files_it_walked(tf, tensors, small_pieces, tmp
     assert not damaged._files.indexed
 
 
-@pytest.mark.parametrize("indexed", [False, True])
-def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, indexed, monkeypatch):
+def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, monkeypatch):
     path, _ = tensors
-    ds = tn.open(path, SPEC)
-    if indexed:
-        len(ds)
+    ds = tn.open(path, SPEC)  # not indexed: the pass streams the file through the pool
     pooled = []
     pool = record_dataset.shuffle_records
 
@@ -216,15 +214,9 @@ def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, indexed, m
     assert np.array_equal(again, labels)  # the order is the seed's
 
 
-@pytest.fixture
-def picked(monkeypatch):
-    """The test's 5 KiB records counted as large enough to be drawn by number."""
-    monkeypatch.setattr(record_dataset, "PICKED_RECORD_BYTES", 4 << 10)
-
-
 @pytest.mark.parametrize("shuffle", [200, True])
-def test_shuffled_big_records_in_indexed_files_are_read_by_position(
-    tf, tensors, picked, shuffle, monkeypatch
+def test_shuffled_big_records_in_indexed_files_are_read_through_their_maps(
+    tf, tensors, shuffle, monkeypatch
 ):
     path, _ = tensors
     streamed = np.concatenate(
@@ -232,17 +224,63 @@ def test_shuffled_big_records_in_indexed_files_are_read_by_position(
     )
     ds = tn.open(path, SPEC)
     len(ds)
-    reads, pooled = [], []
-    read = record_dataset.verified_rows
-    monkeypatch.setattr(record_dataset, "verified_rows", lambda *a: reads.append(1) or read(*a))
+    mapped, read, pooled = [], [], []
+    monkeypatch.setattr(files_module, "read_rows", lambda *a: read.append(1))
+    monkeypatch.setattr(files_module, "mapped_rows", _noted(files_module.mapped_rows, mapped))
     monkeypatch.setattr(record_dataset, "shuffle_records", lambda *a, **k: pooled.append(1))
     got = list(ds.batches(64, shuffle=shuffle, seed=3))
-    assert reads and not pooled  # numbers drawn, records read where the crew decodes them
+    assert mapped and not read and not pooled  # numbers drawn, records left in the map
     labels = np.concatenate([b["label"] for b in got])
     assert sorted(labels.tolist()) == list(range(N)) and labels.tolist() != list(range(N))
     assert np.array_equal(labels, streamed)  # the order is the seed's, indexed or not
     theirs = _tf_parse(tf, path)
     assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
+
+
+def _noted(fn, calls):
+    return lambda *a: calls.append(1) or fn(*a)
+
+
+@pytest.mark.parametrize("shuffle", [200, True])
+def test_shuffled_big_records_of_several_files_come_from_each_map(tf, tensors, shuffle, tmp_path):
+    path, _ = tensors
+    paths = [tmp_path / f"{k}.tfrecord" for k in range(3)]
+    for p in paths:
+        p.write_bytes(Path(path).read_bytes())
+    ds = tn.open(paths, SPEC)
+    assert len(ds) == 3 * N
+    got = list(ds.batches(100, shuffle=shuffle, seed=5))
+    labels = np.concatenate([b["label"] for b in got])
+    assert sorted(labels.tolist()) == sorted(list(range(N)) * 3)
+    theirs = _tf_parse(tf, path)
+    assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
+
+
+def test_a_file_cut_short_after_it_was_mapped_raises_an_error_not_sigbus(tensors, tmp_path):
+    path, _ = tensors
+    copy = tmp_path / "cut.tfrecord"
+    copy.write_bytes(Path(path).read_bytes())
+    ds = tn.open(copy, SPEC)
+    len(ds)
+    list(ds.batches(64, shuffle=True, seed=1))  # the file is mapped now
+    with open(copy, "r+b") as fh:  # cut to half while mapped
+        fh.truncate(copy.stat().st_size // 2)
+    with pytest.raises(tn.CorruptRecordError, match=r"cut\.tfrecord"):
+        list(ds.batches(64, shuffle=True, seed=1))
+
+
+def test_a_stale_index_under_a_map_is_named(tensors, tmp_path):
+    path, _ = tensors
+    copy = tmp_path / "stale.tfrecord"
+    copy.write_bytes(Path(path).read_bytes())
+    ds = tn.open(copy, SPEC)
+    len(ds)
+    data = bytearray(copy.read_bytes())
+    data[8] ^= 1  # the first length's CRC: the frame no longer checks where the index says
+    copy.write_bytes(bytes(data))
+    with pytest.raises(tn.CorruptRecordError) as error:
+        list(ds.batches(N, shuffle=True, seed=1))
+    assert (error.value.record, error.value.offset) == (0, 0)
 
 
 @pytest.mark.parametrize(

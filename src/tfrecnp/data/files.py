@@ -25,6 +25,7 @@ import bisect
 import builtins
 import contextlib
 import itertools
+import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -80,6 +81,7 @@ class Files:
         self._lock_ = threading.Lock()
         self._handles: OrderedDict[int, Any] = OrderedDict()
         self._busy: dict[int, int] = {}
+        self._maps: OrderedDict[int, tuple[mmap.mmap, np.ndarray]] = OrderedDict()  # `mapped`
         self.spares = Spares()  # the read buffers of a pass, reused by the next
         self._inflated: dict[int, Inflated] = {}  # compressed files read by position
         self._spans = SpanCache()  # their decoded spans
@@ -89,7 +91,16 @@ class Files:
         not the lock or the open files, which belong to this process. Inflate checkpoints
         travel only when no sidecar holds them (the receiver reads and checks the sidecar)."""
         state = self.__dict__.copy()
-        for name in ("_pid", "_lock_", "_handles", "_busy", "spares", "_inflated", "_spans"):
+        for name in (
+            "_pid",
+            "_lock_",
+            "_handles",
+            "_busy",
+            "_maps",
+            "spares",
+            "_inflated",
+            "_spans",
+        ):
             del state[name]
         state["_checkpoints"] = [None if c is None or c.stored else c for c in self._checkpoints]
         return state
@@ -135,6 +146,38 @@ class Files:
             busy[f] = busy.get(f, 0) + 1
         return fh
 
+    def mapped(self, f: int) -> np.ndarray | None:
+        """File f's bytes, a read-only array over a memory map of the file kept for later
+        calls (up to OPEN_FILES maps), or None: a URL, a compressed file, an empty one, no
+        map to be had. Shuffled big records are checked and decoded straight out of the
+        page cache through it, with no read into a buffer of ours (see `mapped_rows`). The
+        pages a pass touches count in RSS while mapped: they are the page cache, which the
+        kernel reclaims as it would the cache of a read. Reading a mapped page past the
+        end of a file that shrank would raise SIGBUS, not an error, so every call checks
+        the file's size first: a file now shorter than its map gets None (its records are
+        read the long way, which names what is missing)."""
+        if self.kinds[f] is not None or fs.is_url(self.paths[f]):
+            return None
+        with self._lock:
+            maps = self._maps
+            kept = maps.get(f)
+            try:
+                if kept is not None and kept[0].size() < len(kept[1]):
+                    del maps[f]  # the file shrank (mmap.size() is the file's size now)
+                    return None
+                if kept is None:
+                    with builtins.open(self.paths[f], "rb") as fh:
+                        if not os.fstat(fh.fileno()).st_size:
+                            return None
+                        whole = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                    kept = maps[f] = (whole, np.frombuffer(whole, np.uint8))
+                    while len(maps) > OPEN_FILES:
+                        maps.popitem(last=False)  # unmapped once no batch reads from it
+            except (OSError, ValueError):
+                return None
+            maps.move_to_end(f)
+            return kept[1]
+
     def release(self, f: int) -> None:
         with self._lock_:
             self._busy[f] -= 1
@@ -147,6 +190,7 @@ class Files:
                 self._handles.popitem()[1].close()
             while self._inflated:
                 self._inflated.popitem()[1].close()
+            self._maps.clear()
         self.spares.clear()
         self._spans.clear()
 
@@ -533,7 +577,11 @@ def read_rows(files: Files, ids: np.ndarray) -> RecordBatch:
 
 def verified_rows(files: Files, ids: np.ndarray) -> tuple[RecordBatch, CorruptRecordError | None]:
     """`read_rows`, payload CRCs checked: (the rows before the first that fails; the
-    error naming that record and its frame's offset in the file, or None)."""
+    error naming that record and its frame's offset in the file, or None). Records of
+    mapped files are left where they lie (`mapped_rows`) when every frame checks."""
+    mapped = mapped_rows(files, ids)
+    if mapped is not None:
+        return mapped, None
     rows = read_rows(files, ids)
     good, damage = rows.verify()
     if damage is None:
@@ -543,6 +591,39 @@ def verified_rows(files: Files, ids: np.ndarray) -> tuple[RecordBatch, CorruptRe
         damage.reason, path=path, record=record, offset=offset, hint=damage.hint
     )
     return good, error
+
+
+def mapped_rows(files: Files, ids: np.ndarray) -> RecordBatch | None:
+    """The records with these global numbers (any order, duplicates allowed) as spans of
+    their files' maps (`Files.mapped`): each frame's header checked against the index and
+    its payload CRC checked (unless the files skip it), with no read and no copy. None
+    when a file has no map or any frame does not check: the caller reads the long way,
+    which names the damage."""
+    ids = np.asarray(ids, np.int64)
+    which = files.locate(ids)
+    used = np.unique(which)
+    maps = [files.mapped(int(f)) for f in used]
+    if not len(ids) or any(data is None for data in maps):
+        return None
+    at = np.searchsorted(used, which)  # each record's map
+    frames = files.offsets[ids]
+    lengths = files.lengths[ids]
+    for k, data in enumerate(maps):
+        mine = slice(None) if len(maps) == 1 else at == k
+        head, length = frames[mine], lengths[mine]
+        if int((head + length).max()) + OVERHEAD_BYTES > len(data):  # type: ignore[arg-type]
+            return None
+        stored = data[head[:, None] + np.arange(8)].view("<u8")[:, 0]  # type: ignore[index]
+        if (stored != length).any() or framing.check_payloads(data, head, head + 8) >= 0:
+            return None  # the length or its CRC (which follows it as a payload's does)
+        first = head + HEADER_BYTES
+        if files.verify_crc and framing.check_payloads(data, first, first + length) >= 0:
+            return None
+    starts = frames + HEADER_BYTES
+    origins = Origins(files.paths, files.locs(ids))
+    if len(maps) == 1:
+        return RecordBatch.spans(maps[0], starts, starts + lengths, origins)  # type: ignore[arg-type]
+    return RecordBatch.spans(maps, starts, starts + lengths, origins, which=at)  # type: ignore[arg-type]
 
 
 def read_one(files: Files, g: int) -> np.ndarray | None:

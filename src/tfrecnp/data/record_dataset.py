@@ -19,7 +19,7 @@ and errors name the file, the record's number in it and its byte offset.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -63,8 +63,9 @@ CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
 CREW = 2  # small records in file order: two threads, each reading then decoding a block
 _BLOCK_SPARES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per source
 BIG_RECORD_BYTES = 4 << 10  # from here copies and CRCs weigh as much as decoding
-# Shuffled big records from this size are drawn as record numbers and read by position
-# (a read per record costs less than passing the record through a pool in memory).
+# Shuffled big records of files that cannot be mapped (URLs, compressed files) are drawn as
+# record numbers and read by position from this size (a read per record costs less than
+# passing the record through a pool in memory); mapped files' records are, from any size.
 PICKED_RECORD_BYTES = 32 << 10
 
 
@@ -313,7 +314,8 @@ class RecordSource(Source):
         "pieces": big records in file order, read, checked and decoded by the crew a piece
         at a time (`_piece_blocks`); "picked": big records shuffled in indexed files, each
         crew member reading its block's records by position (`_picked_blocks`: shuffle=True,
-        and shuffle=N from PICKED_RECORD_BYTES); "crew": small records in file order (any
+        and shuffle=N in local uncompressed files, read through their maps, or else from
+        PICKED_RECORD_BYTES); "crew": small records in file order (any
         damage policy), or big ones of uncompressed files pooled in their frames, two
         threads each reading then decoding a block (see CREW); "ahead": one thread reads,
         the caller's decodes."""
@@ -328,7 +330,8 @@ class RecordSource(Source):
         if shuffle.kind == "all":  # reads by position whichever way: index the files now
             self.files.require_seek("batches(shuffle=True)")
             self.files.index()
-        if self.by_position() and (shuffle.kind == "all" or mean >= PICKED_RECORD_BYTES):
+        mapped = self.files.seekable and not self.files.remote  # local, uncompressed
+        if self.by_position() and (shuffle.kind == "all" or mapped or mean >= PICKED_RECORD_BYTES):
             return "picked"
         # pooled in their frames; compressed streams keep a reading thread of their own
         return "crew" if shuffle.kind == "buffer" and self.files.seekable else "ahead"
@@ -336,42 +339,23 @@ class RecordSource(Source):
     def _piece_blocks(
         self, start: int, stop: int | None, block: int, ahead: int, threads: int | None
     ) -> Iterator[Block]:
-        """Blocks of big records read, checked and decoded by the crew a piece (about
-        PIECE_BYTES) at a time, each member decoding its piece's fixed-shape columns into
-        their rows of the block (`RowBlocks`). So a large batch neither waits for one
-        thread to read and decode its whole block nor holds a thread's worth of such
-        blocks, and a pass reads into a few buffers of a piece, not one of each block's
-        size (fresh pages, which a new dataset's first pass pays for, cost a fault each).
-        Blocks with bytes or ragged columns stay whole (their pieces would be joined by a
-        copy)."""
-        threads = max(1, CPUS // CREW) if threads is None else threads  # per member
-        size = block * self.mean_record_bytes(start, stop)
-        fixed = fixed_rows(self.spec)
-        whole = len(fixed) < len(feature_names(self.spec))
-        pieces = 1 if whole else max(1, round(size / PIECE_BYTES))
-        piece = -(-block // pieces)
-        spares = _BLOCK_SPARES.get(self)
-        if spares is None:  # blocks' pages apart from read buffers: sizes differ, and
-            spares = _BLOCK_SPARES[self] = Spares(limit=8)  # a Spares drops smaller ones
-        rows = RowBlocks(block, fixed, spares, raw_rows(self.spec))
-        if self.by_position():  # each member reads its own piece
-            items = rows.numbered(self._spans(start, stop, piece), lambda s: s[2] - s[1])
-        else:  # the stream is read under the crew's lock, a piece at a time
-            items = rows.numbered(self._stream_batches(start, stop, piece, framed=True))
+        """Blocks of big records in file order, read, checked and decoded by the crew a
+        piece at a time (`_in_pieces`): by position in indexed files, each member reading
+        its own piece; else from the stream, read under the crew's lock."""
 
-        def work(item: tuple[int, Any]) -> tuple[Piece, CorruptRecordError | None]:
-            first, got = item
-            r, damage = (self._frames_at(*got) if isinstance(got, tuple) else got).verify()
-            into = rows.target(first, len(r))  # tn.Raw rows decoded where they belong
-            cols = self._decode(r, threads, into) if len(r) else {}
-            return rows.place(first, cols, r.nbytes, r.origins, into), damage
+        def pieces(piece: int) -> Iterator[tuple[int, Any]]:
+            if self.by_position():
+                return self._spans(start, stop, piece)
+            return self._stream_batches(start, stop, piece, framed=True)
 
-        depth = max(2 * CREW, ahead * -(-block // piece))  # pieces: up to `ahead` blocks
-        done = ordered_map(items, work, CREW, depth)
-        try:
-            yield from rows.blocks(done)
-        finally:
-            done.close()
+        def read(got: Any) -> tuple[RecordBatch, CorruptRecordError | None]:
+            return (self._frames_at(*got) if isinstance(got, tuple) else got).verify()
+
+        def size(got: Any) -> int:  # a span's (file, first, stop) or a RecordBatch
+            return got[2] - got[1] if isinstance(got, tuple) else len(got)
+
+        mean = self.mean_record_bytes(start, stop)
+        yield from self._in_pieces(block, mean, pieces, size, read, ahead, threads)
 
     def _picked_blocks(
         self,
@@ -384,9 +368,8 @@ class RecordSource(Source):
     ) -> Iterator[Block]:
         """Shuffled blocks of big records in indexed files: the shuffle draws record
         numbers (shuffle=N through the pool as `_interleaved` would feed it records: the
-        same order for a seed, and a pool of numbers, not of records), and each crew member
-        reads its block's records by position, checks and decodes them."""
-        threads = max(1, CPUS // CREW) if threads is None else threads  # per member
+        same order for a seed, and a pool of numbers, not of records), and the crew reads
+        each block's records by position, checks and decodes them a piece at a time."""
         rng = shuffle.rng()
         if shuffle.kind == "all":
             a, b = self.span(start, stop)
@@ -398,19 +381,57 @@ class RecordSource(Source):
             numbers = self._interleaved(start, stop, block, rng, numbers=True)
             picks = shuffle_numbers(numbers, shuffle.size, rng, block)
 
-        def work(ids: np.ndarray) -> tuple[Block | None, CorruptRecordError | None]:
-            r, damage = verified_rows(self.files, ids)
-            if not len(r):
-                return None, damage
-            return Block(self._decode(r, threads), len(r), r.nbytes, r.origins), damage
+        def pieces(piece: int) -> Iterator[np.ndarray]:
+            for ids in picks:
+                for x in range(0, len(ids), piece):
+                    yield ids[x : x + piece]
 
-        done = ordered_map(picks, work, CREW, max(CREW, ahead))
+        def read(ids: np.ndarray) -> tuple[RecordBatch, CorruptRecordError | None]:
+            return verified_rows(self.files, ids)
+
+        mean = self.mean_record_bytes(start, stop)
+        yield from self._in_pieces(block, mean, pieces, len, read, ahead, threads)
+
+    def _in_pieces(
+        self,
+        block: int,
+        mean: float,
+        pieces: Callable[[int], Iterable[Any]],
+        size: Callable[[Any], int],
+        read: Callable[[Any], tuple[RecordBatch, CorruptRecordError | None]],
+        ahead: int,
+        threads: int | None,
+    ) -> Iterator[Block]:
+        """Blocks of big records put together by the crew from pieces of about
+        PIECE_BYTES, `pieces(rows per piece)` in order (`size` counts a piece's rows,
+        `read` gives its checked records), each member decoding its piece's fixed-shape
+        columns into their rows of the block (`RowBlocks`). So a large batch neither waits
+        for one thread to read and decode its whole block nor holds a thread's worth of
+        such blocks, and a pass reads into a few buffers of a piece, not one of each
+        block's size (fresh pages, which a new dataset's first pass pays for, cost a fault
+        each). Blocks with bytes or ragged columns stay whole (their pieces would be
+        joined by a copy)."""
+        threads = max(1, CPUS // CREW) if threads is None else threads  # per member
+        fixed = fixed_rows(self.spec)
+        whole = len(fixed) < len(feature_names(self.spec))
+        count = 1 if whole else max(1, round(block * mean / PIECE_BYTES))
+        piece = -(-block // count)
+        spares = _BLOCK_SPARES.get(self)
+        if spares is None:  # blocks' pages apart from read buffers: sizes differ, and
+            spares = _BLOCK_SPARES[self] = Spares(limit=8)  # a Spares drops smaller ones
+        rows = RowBlocks(block, fixed, spares, raw_rows(self.spec))
+
+        def work(item: tuple[int, Any]) -> tuple[Piece, CorruptRecordError | None]:
+            first, got = item
+            r, damage = read(got)
+            into = rows.target(first, len(r))  # tn.Raw rows decoded where they belong
+            cols = self._decode(r, threads, into) if len(r) else {}
+            return rows.place(first, cols, r.nbytes, r.origins, into), damage
+
+        depth = max(2 * CREW, ahead * -(-block // piece))  # pieces: up to `ahead` blocks
+        done = ordered_map(rows.numbered(pieces(piece), size), work, CREW, depth)
         try:
-            for got, damage in done:
-                if got is not None:
-                    yield got
-                if damage is not None:
-                    raise damage
+            yield from rows.blocks(done)
         finally:
             done.close()
 
