@@ -75,8 +75,11 @@ def test_large_blocks_of_big_records_are_decoded_in_pieces(
         return decode(self, batch, threads, into)
 
     monkeypatch.setattr(record_dataset.RecordSource, "_decode", counting)
+    mapped = []
+    monkeypatch.setattr(record_dataset, "mapped_rows", _noted(record_dataset.mapped_rows, mapped))
     got = list(ds.batches(batch_size))
     assert max(decoded) <= 8 and len(decoded) >= N // 8  # pieces, whatever the batch
+    assert bool(mapped) == indexed  # pieces of indexed files are left in the file's map
     assert [len(b["label"]) for b in got[:-1]] == [batch_size] * (len(got) - 1)
     theirs = _tf_parse(tf, path)
     assert np.array_equal(np.concatenate([b["label"] for b in got]), theirs["label"])

@@ -49,7 +49,7 @@ from .blocks import (
     shuffle_records,
 )
 from .dataset import Batch, Dataset, _nbytes
-from .files import Files, read_one, read_rows, read_span, verified_rows
+from .files import Files, mapped_rows, read_one, read_rows, read_span, verified_rows
 from .gather import gather, gather_range, rebatch
 from .source import IN_ORDER, Shuffle, Source
 
@@ -349,7 +349,12 @@ class RecordSource(Source):
             return self._stream_batches(start, stop, piece, framed=True)
 
         def read(got: Any) -> tuple[RecordBatch, CorruptRecordError | None]:
-            return (self._frames_at(*got) if isinstance(got, tuple) else got).verify()
+            if not isinstance(got, tuple):
+                return got.verify()
+            f, a, b = got  # a span: left in the file's map when every frame checks
+            first = int(self.files.firsts[f])
+            mapped = mapped_rows(self.files, np.arange(first + a, first + b))
+            return (mapped, None) if mapped is not None else self._frames_at(f, a, b).verify()
 
         def size(got: Any) -> int:  # a span's (file, first, stop) or a RecordBatch
             return got[2] - got[1] if isinstance(got, tuple) else len(got)
