@@ -86,6 +86,31 @@ def test_large_blocks_of_big_records_are_decoded_in_pieces(
     assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"])
 
 
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_small_blocks_are_decoded_a_piece_of_whole_blocks_at_a_time(
+    tf, tensors, small_pieces, shuffle, monkeypatch
+):
+    path, _ = tensors
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 10 << 10)  # blocks of two records, pieces of six
+    ds = tn.open(path, SPEC)
+    len(ds)
+    decoded = []
+    decode = record_dataset.RecordSource._decode
+
+    def counting(self, batch, threads=None, into=None):
+        decoded.append(len(batch))
+        return decode(self, batch, threads, into)
+
+    monkeypatch.setattr(record_dataset.RecordSource, "_decode", counting)
+    got = list(ds.batches(2, shuffle=shuffle, seed=4))
+    assert set(decoded[:-1]) == {6}  # three blocks a piece (the last piece may be short)
+    labels = np.concatenate([b["label"] for b in got])
+    assert sorted(labels.tolist()) == list(range(N))
+    theirs = _tf_parse(tf, path)
+    assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
+    assert all(b["x"].base is not None for b in got)  # views of their piece's rows
+
+
 @pytest.fixture
 def damaged(tensors, tmp_path):
     """The tensors' file with one bit of record 413's tensor flipped: (path, its offset)."""

@@ -428,7 +428,7 @@ class RowBlocks:
         takes (the other columns as they are)."""
         placed = placed or {}
         n = len(next(iter(cols.values()))) if cols else 0
-        whole = n == self.block and first % self.block == 0  # the block itself: no copy
+        whole = n and n % self.block == 0 and first % self.block == 0  # whole blocks: no copy
         rest: dict[str, Any] = {}
         for name, col in cols.items():
             if whole or name not in self.names or not isinstance(col, np.ndarray):

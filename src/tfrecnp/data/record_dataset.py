@@ -386,10 +386,15 @@ class RecordSource(Source):
             numbers = self._interleaved(start, stop, block, rng, numbers=True)
             picks = shuffle_numbers(numbers, shuffle.size, rng, block)
 
-        def pieces(piece: int) -> Iterator[np.ndarray]:
+        def pieces(piece: int) -> Iterator[np.ndarray]:  # the picks, `piece` at a time
+            rest = np.empty(0, np.int64)
             for ids in picks:
-                for x in range(0, len(ids), piece):
-                    yield ids[x : x + piece]
+                rest = np.concatenate([rest, ids])
+                while len(rest) >= piece:
+                    yield rest[:piece]
+                    rest = rest[piece:]
+            if len(rest):
+                yield rest
 
         def read(ids: np.ndarray) -> tuple[RecordBatch, CorruptRecordError | None]:
             return verified_rows(self.files, ids)
@@ -415,12 +420,16 @@ class RecordSource(Source):
         such blocks, and a pass reads into a few buffers of a piece, not one of each
         block's size (fresh pages, which a new dataset's first pass pays for, cost a fault
         each). Blocks with bytes or ragged columns stay whole (their pieces would be
-        joined by a copy)."""
+        joined by a copy). Blocks smaller than a piece (small batches) are decoded a few
+        at a time, a piece of whole blocks: each block's work has a fixed cost."""
         threads = max(1, CPUS // CREW) if threads is None else threads  # per member
         fixed = fixed_rows(self.spec)
         whole = len(fixed) < len(feature_names(self.spec))
-        count = 1 if whole else max(1, round(block * mean / PIECE_BYTES))
-        piece = -(-block // count)
+        per_piece = max(1, round(PIECE_BYTES / mean))  # records
+        if block < per_piece:  # small blocks: a piece of whole blocks, served as views
+            piece = block * (per_piece // block)
+        else:
+            piece = -(-block // (1 if whole else round(block / per_piece)))
         spares = _BLOCK_SPARES.get(self)
         if spares is None:  # blocks' pages apart from read buffers: sizes differ, and
             spares = _BLOCK_SPARES[self] = Spares(limit=8)  # a Spares drops smaller ones
