@@ -284,6 +284,24 @@ def test_shuffled_big_records_of_several_files_come_from_each_map(tf, tensors, s
     assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
 
 
+def test_records_picked_by_number_are_read_through_the_map(tf, tensors, damaged, monkeypatch):
+    path, _ = tensors
+    ds = tn.open(path, SPEC)
+    read = []
+    monkeypatch.setattr(record_dataset, "read_rows", _noted(record_dataset.read_rows, read))
+    picks = [5, 699, 5, 0, 321]
+    got = ds.__getitems__(picks).columns
+    assert not read  # left in the map: no read
+    theirs = _tf_parse(tf, path)
+    assert np.array_equal(got["x"], theirs["x"][picks])
+    assert np.array_equal(ds[[3, 1]]["label"], [3, 1])
+    bad, at = damaged
+    with pytest.raises(tn.CorruptRecordError) as error:  # the long way names the damage
+        tn.open(bad, SPEC).__getitems__([1, 413])
+    assert (error.value.record, error.value.offset) == (413, at)
+    assert read
+
+
 def test_a_file_cut_short_after_it_was_mapped_raises_an_error_not_sigbus(tensors, tmp_path):
     path, _ = tensors
     copy = tmp_path / "cut.tfrecord"

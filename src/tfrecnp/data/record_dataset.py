@@ -237,6 +237,9 @@ class RecordSource(Source):
     def read_ids(self, ids: np.ndarray, what: str) -> Batch:
         self.files.require_seek(what)
         self.files.index()
+        mapped = mapped_rows(self.files, ids) if self.files.damage.raises else None
+        if mapped is not None:
+            return self._decode(mapped)
         return self._decode(gather(self.files, [(read_rows(self.files, ids), None)]))
 
     # -- blocks -----------------------------------------------------------------------------
