@@ -8,6 +8,7 @@ against the same values and then serves as the reference for views of the datase
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import shutil
@@ -19,6 +20,8 @@ import numpy as np
 import protowire as pw
 import pytest
 import tensorflow as tf
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tfrecnp as tn
 from tfrecnp._util.text import format_count, format_size
@@ -390,6 +393,28 @@ def test_shuffle_pool_lets_out_whole_blocks_when_aligned(data):
         blocks.concat_blocks = real
     assert sorted(order.tolist()) == list(range(N))
     assert all(n == 1 for n in joined)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 90), min_size=1, max_size=40),
+    buffer=st.integers(1, 300),
+    align=st.integers(1, 40),
+    seed=st.integers(0, 2**16),
+)
+def test_a_pool_of_numbers_draws_as_the_pool_of_their_records(sizes, buffer, align, seed):
+    """shuffle_numbers stands in for shuffle_pool over records (indexed files draw numbers,
+    streamed ones records): the same seed must give the same order, compactions and all."""
+    from tfrecnp.data.blocks import Block, shuffle_blocks, shuffle_numbers
+
+    firsts = np.cumsum([0, *sizes])
+    items = [np.arange(a, b) for a, b in itertools.pairwise(firsts)]
+    blocks = (Block({"i": ids}, len(ids)) for ids in items)
+    drawn = shuffle_blocks(blocks, buffer, np.random.default_rng(seed), align)
+    records = [b.cols["i"] for b in drawn]
+    numbers = list(shuffle_numbers(iter(items), buffer, np.random.default_rng(seed), align))
+    assert [len(x) for x in numbers] == [len(x) for x in records]
+    assert all(np.array_equal(a, b) for a, b in zip(numbers, records, strict=True))
 
 
 def test_shuffle_of_a_view(data):

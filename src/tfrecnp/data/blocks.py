@@ -229,16 +229,30 @@ def shuffle_records(
 def shuffle_numbers(
     numbers: Iterable[np.ndarray], buffer: int, rng: np.random.Generator, align: int = 1
 ) -> Iterator[np.ndarray]:
-    """Record numbers through the pool (`shuffle_pool`), drawn as the records they
-    number would be: a pool of numbers stands in for a pool of records that can be read
-    by position (big records: the pool holds no payloads, and each block is read where
-    it is decoded)."""
-
-    def rows(held: dict[int, np.ndarray], ids: np.ndarray, picked: np.ndarray) -> np.ndarray:
-        firsts = np.cumsum([0, *map(len, held.values())])
-        return np.concatenate(list(held.values()))[firsts[_positions(held, ids)] + picked]
-
-    return shuffle_pool(numbers, buffer, rng, align, rows, rows)
+    """Record numbers drawn as `shuffle_pool` would draw the records they number: the
+    same calls on the rng over the pool's rows in the same order, so the same order for
+    a seed. A pool of numbers stands in for a pool of records that can be read by
+    position (big records: the pool holds no payloads, and each block is read where it
+    is decoded); being one array, not items and their rows, a draw costs a few passes
+    over it, whatever the items."""
+    live = np.empty(0, np.int64)
+    size = align  # numbers per draw at the end: the most that came in at once
+    for ids in numbers:
+        if not len(ids):
+            continue
+        size = max(size, len(ids))
+        live = np.concatenate([live, ids])
+        going = (len(live) - buffer) // align * align
+        if going <= 0:
+            continue
+        out = rng.choice(len(live), going, replace=False)  # in a random order
+        yield live[out]
+        keep = np.ones(len(live), bool)
+        keep[out] = False
+        live = live[keep]
+    rest = rng.permutation(len(live))
+    for a in range(0, len(rest), size):
+        yield live[rest[a : a + size]]
 
 
 def _positions(held: dict[int, Any], ids: np.ndarray) -> np.ndarray:
