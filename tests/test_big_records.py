@@ -302,6 +302,25 @@ def test_records_picked_by_number_are_read_through_the_map(tf, tensors, damaged,
     assert read
 
 
+def test_maps_are_let_go_past_their_budget(tf, tensors, small_pieces, monkeypatch):
+    """RSS counts the mapped pages a pass touched: past MAPPED_BYTES taken out of maps
+    larger than that, they are let go and made anew, and the records come out the same."""
+    path, _ = tensors
+    made = []
+    real = files_module.mmap.mmap
+    monkeypatch.setattr(files_module.mmap, "mmap", lambda *a, **k: made.append(1) or real(*a, **k))
+    ds = tn.open(path, SPEC)
+    len(ds)
+    labels = np.concatenate([b["label"] for b in ds.batches(64, shuffle=True, seed=1)])
+    assert len(made) == 1  # the whole file is smaller than the budget: one map, kept
+    monkeypatch.setattr(files_module, "MAPPED_BYTES", 256 << 10)  # a file of 3.5 MB
+    got = list(ds.batches(64, shuffle=True, seed=1))
+    assert len(made) > 5
+    assert np.array_equal(np.concatenate([b["label"] for b in got]), labels)
+    theirs = _tf_parse(tf, path)
+    assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
+
+
 def test_a_file_cut_short_after_it_was_mapped_raises_an_error_not_sigbus(tensors, tmp_path):
     path, _ = tensors
     copy = tmp_path / "cut.tfrecord"

@@ -50,6 +50,9 @@ from ..format.reader import RecordReader, file_compression, scan_file
 
 RUN_GAP = 4096  # read_rows reads records this close together (in bytes) in one read
 OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
+# A dataset's maps are let go (and made anew) each time this many bytes of records have
+# been taken out of them: the pages they touched count in RSS while mapped.
+MAPPED_BYTES = 512 << 20
 REMOTE_SLACK = 32 << 20  # bytes a remote read by position may read beyond 3x what it needs
 
 
@@ -82,6 +85,7 @@ class Files:
         self._handles: OrderedDict[int, Any] = OrderedDict()
         self._busy: dict[int, int] = {}
         self._maps: OrderedDict[int, tuple[mmap.mmap, np.ndarray]] = OrderedDict()  # `mapped`
+        self._mapped_bytes = 0  # taken out of the maps since they were made
         self.spares = Spares()  # the read buffers of a pass, reused by the next
         self._inflated: dict[int, Inflated] = {}  # compressed files read by position
         self._spans = SpanCache()  # their decoded spans
@@ -97,6 +101,7 @@ class Files:
             "_handles",
             "_busy",
             "_maps",
+            "_mapped_bytes",
             "spares",
             "_inflated",
             "_spans",
@@ -146,7 +151,7 @@ class Files:
             busy[f] = busy.get(f, 0) + 1
         return fh
 
-    def mapped(self, f: int) -> np.ndarray | None:
+    def mapped(self, f: int, taken: int = 0) -> np.ndarray | None:
         """File f's bytes, a read-only array over a memory map of the file kept for later
         calls (up to OPEN_FILES maps), or None: a URL, a compressed file, an empty one, no
         map to be had. Shuffled big records are checked and decoded straight out of the
@@ -155,11 +160,19 @@ class Files:
         kernel reclaims as it would the cache of a read. Reading a mapped page past the
         end of a file that shrank would raise SIGBUS, not an error, so every call checks
         the file's size first: a file now shorter than its map gets None (its records are
-        read the long way, which names what is missing)."""
+        read the long way, which names what is missing). `taken`: the bytes the caller
+        will read out of it; past MAPPED_BYTES taken since the last look, maps larger than
+        that together are let go (unmapped once no batch in flight reads from them), so
+        RSS stays bounded however large the files."""
         if self.kinds[f] is not None or fs.is_url(self.paths[f]):
             return None
         with self._lock:
             maps = self._maps
+            self._mapped_bytes += taken
+            if self._mapped_bytes > MAPPED_BYTES:  # RSS <= what was taken, and the maps' size
+                if sum(len(data) for _, data in maps.values()) > MAPPED_BYTES:
+                    maps.clear()
+                self._mapped_bytes = taken
             kept = maps.get(f)
             try:
                 if kept is not None and kept[0].size() < len(kept[1]):
@@ -602,12 +615,13 @@ def mapped_rows(files: Files, ids: np.ndarray) -> RecordBatch | None:
     ids = np.asarray(ids, np.int64)
     which = files.locate(ids)
     used = np.unique(which)
-    maps = [files.mapped(int(f)) for f in used]
-    if not len(ids) or any(data is None for data in maps):
-        return None
     at = np.searchsorted(used, which)  # each record's map
     frames = files.offsets[ids]
     lengths = files.lengths[ids]
+    taken = np.bincount(at, lengths, minlength=len(used)).astype(np.int64).tolist()
+    maps = [files.mapped(int(f), n) for f, n in zip(used, taken, strict=True)]
+    if not len(ids) or any(data is None for data in maps):
+        return None
     for k, data in enumerate(maps):
         mine = slice(None) if len(maps) == 1 else at == k
         head, length = frames[mine], lengths[mine]
