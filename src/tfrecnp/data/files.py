@@ -613,6 +613,8 @@ def mapped_rows(files: Files, ids: np.ndarray) -> RecordBatch | None:
     when a file has no map or any frame does not check: the caller reads the long way,
     which names the damage."""
     ids = np.asarray(ids, np.int64)
+    if not len(ids):
+        return None
     which = files.locate(ids)
     used = np.unique(which)
     at = np.searchsorted(used, which)  # each record's map
@@ -620,7 +622,7 @@ def mapped_rows(files: Files, ids: np.ndarray) -> RecordBatch | None:
     lengths = files.lengths[ids]
     taken = np.bincount(at, lengths, minlength=len(used)).astype(np.int64).tolist()
     maps = [files.mapped(int(f), n) for f, n in zip(used, taken, strict=True)]
-    if not len(ids) or any(data is None for data in maps):
+    if any(data is None for data in maps):
         return None
     for k, data in enumerate(maps):
         mine = slice(None) if len(maps) == 1 else at == k

@@ -315,13 +315,12 @@ class RecordSource(Source):
     def _plan(self, start: int, stop: int | None, shuffle: Shuffle) -> str:
         """How blocks are made ahead of the caller (damage raising, unless said):
         "pieces": big records in file order, read, checked and decoded by the crew a piece
-        at a time (`_piece_blocks`); "picked": big records shuffled in indexed files, each
-        crew member reading its block's records by position (`_picked_blocks`: shuffle=True,
-        and shuffle=N in local uncompressed files, read through their maps, or else from
-        PICKED_RECORD_BYTES); "crew": small records in file order (any
-        damage policy), or big ones of uncompressed files pooled in their frames, two
-        threads each reading then decoding a block (see CREW); "ahead": one thread reads,
-        the caller's decodes."""
+        at a time (`_piece_blocks`); "picked": big records shuffled in indexed files, the
+        crew taking each block's records by position (`_picked_blocks`: shuffle=True, and
+        shuffle=N in local uncompressed files, out of their maps, or else from
+        PICKED_RECORD_BYTES); "crew": small records in file order (any damage policy), or
+        big ones of uncompressed files pooled in their frames, two threads each reading
+        then decoding a block (see CREW); "ahead": one thread reads, the caller's decodes."""
         mean = self.mean_record_bytes(start, stop)
         raises = self.files.damage.raises
         if mean < BIG_RECORD_BYTES:
@@ -376,8 +375,9 @@ class RecordSource(Source):
     ) -> Iterator[Block]:
         """Shuffled blocks of big records in indexed files: the shuffle draws record
         numbers (shuffle=N through the pool as `_interleaved` would feed it records: the
-        same order for a seed, and a pool of numbers, not of records), and the crew reads
-        each block's records by position, checks and decodes them a piece at a time."""
+        same order for a seed, and a pool of numbers, not of records), and the crew takes
+        each block's records by position (out of the files' maps, or read), checks and
+        decodes them a piece at a time."""
         rng = shuffle.rng()
         if shuffle.kind == "all":
             a, b = self.span(start, stop)
