@@ -154,8 +154,8 @@ class Files:
     def mapped(self, f: int, taken: int = 0) -> np.ndarray | None:
         """File f's bytes, a read-only array over a memory map of the file kept for later
         calls (up to OPEN_FILES maps), or None: a URL, a compressed file, an empty one, no
-        map to be had. Shuffled big records are checked and decoded straight out of the
-        page cache through it, with no read into a buffer of ours (see `mapped_rows`). The
+        map to be had. Big records are checked and decoded straight out of the page cache
+        through it, with no read into a buffer of ours (`mapped_rows`, `walked`). The
         pages a pass touches count in RSS while mapped: they are the page cache, which the
         kernel reclaims as it would the cache of a read. Reading a mapped page past the
         end of a file that shrank would raise SIGBUS, not an error, so every call checks
@@ -640,6 +640,59 @@ def mapped_rows(files: Files, ids: np.ndarray) -> RecordBatch | None:
     if len(maps) == 1:
         return RecordBatch.spans(maps[0], starts, starts + lengths, origins)  # type: ignore[arg-type]
     return RecordBatch.spans(maps, starts, starts + lengths, origins, which=at)  # type: ignore[arg-type]
+
+
+def walked(files: Files, count: int) -> Iterator[RecordBatch]:
+    """Every record of the files in order, `count` at a time (a file's last batch may be
+    short), as a stream's framed batches (payload CRCs left to `RecordBatch.verify`): out
+    of each file's map, its headers walked by the core (length CRCs checked), with no
+    read into a buffer of ours; a file with no map is streamed. A frame that does not
+    walk (a file cut short, a bad length CRC) is named by streaming its file, which
+    raises the reader's own error."""
+    starts = np.empty(count, np.int64)
+    lengths = np.empty(count, np.int64)
+    for f, path in enumerate(files.paths):
+        pos = record = taken = 0
+        data = files.mapped(f)
+        if data is None:
+            yield from _streamed(files, f, count)
+            continue
+        while pos < len(data):
+            status, end, n, _ = framing.scan_frames(data, pos, len(data), starts, lengths)
+            if n:
+                first = starts[:n] + HEADER_BYTES
+                locs = (f << LOC_BITS) | np.arange(record, record + n, dtype=np.int64)
+                yield RecordBatch.spans(
+                    data, first, first + lengths[:n], Origins(files.paths, locs), verified=False
+                )
+                record += n
+            taken, pos = end - pos, end
+            if status != framing.LIMIT and pos < len(data):
+                for _ in _streamed(files, f, count):  # the damage, named as a stream names it
+                    pass
+                raise CorruptRecordError(  # the stream read it whole: it changed meanwhile
+                    "the frame here did not walk, but the file read whole after",
+                    path=path,
+                    record=record,
+                    offset=pos,
+                    hint="the file changed while it was read; read it again",
+                )
+            data = files.mapped(f, taken)  # anew when the maps were let go (MAPPED_BYTES)
+            if data is None:  # the file shrank under its map
+                data = np.empty(0, np.uint8)
+                for _ in _streamed(files, f, count):
+                    pass
+
+
+def _streamed(files: Files, f: int, count: int) -> Iterator[RecordBatch]:
+    reader = RecordReader(
+        files.paths[f],
+        compression=files.kinds[f],
+        verify_crc=files.verify_crc,
+        damage=files.damage,
+        spares=files.spares,
+    )
+    return reader.frame_batches(count, defer_crc=True)
 
 
 def read_one(files: Files, g: int) -> np.ndarray | None:

@@ -49,7 +49,7 @@ from .blocks import (
     shuffle_records,
 )
 from .dataset import Batch, Dataset, _nbytes
-from .files import Files, mapped_rows, read_one, read_rows, read_span, verified_rows
+from .files import Files, mapped_rows, read_one, read_rows, read_span, verified_rows, walked
 from .gather import gather, gather_range, rebatch
 from .source import IN_ORDER, Shuffle, Source
 
@@ -345,12 +345,18 @@ class RecordSource(Source):
         piece at a time (`_in_pieces`): by position in indexed files, each member reading
         its own piece; else from the stream, read under the crew's lock."""
 
-        def pieces(piece: int) -> Iterator[tuple[int, Any]]:
+        def pieces(piece: int) -> Iterator[Any]:
             if self.by_position():
-                return self._spans(start, stop, piece)
-            return self._stream_batches(start, stop, piece, framed=True)
+                yield from self._spans(start, stop, piece)
+                return
+            try:  # damage the stream meets comes as a piece of its own, after the good ones
+                yield from self._stream_batches(start, stop, piece, framed=True)
+            except CorruptRecordError as damage:
+                yield damage
 
         def read(got: Any) -> tuple[RecordBatch, CorruptRecordError | None]:
+            if isinstance(got, CorruptRecordError):
+                return RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)), got
             if not isinstance(got, tuple):
                 return got.verify()
             f, a, b = got  # a span: left in the file's map when every frame checks
@@ -358,8 +364,10 @@ class RecordSource(Source):
             mapped = mapped_rows(self.files, np.arange(first + a, first + b))
             return (mapped, None) if mapped is not None else self._frames_at(f, a, b).verify()
 
-        def size(got: Any) -> int:  # a span's (file, first, stop) or a RecordBatch
-            return got[2] - got[1] if isinstance(got, tuple) else len(got)
+        def size(got: Any) -> int:  # a span's (file, first, stop), a RecordBatch, damage
+            if isinstance(got, tuple):
+                return got[2] - got[1]
+            return 0 if isinstance(got, CorruptRecordError) else len(got)
 
         mean = self.mean_record_bytes(start, stop)
         yield from self._in_pieces(block, mean, pieces, size, read, ahead, threads)
@@ -497,6 +505,9 @@ class RecordSource(Source):
         there, without a copy), and a file's last batch may be short."""
         files = self.files
         if self.whole(start, stop):  # a pass over everything needs no index: stream
+            if framed and files.seekable and not files.remote and files.damage.raises:
+                yield from files.learned(walked(files, batch_size))  # out of the files' maps
+                return  # (skipping damage needs the stream's resynchronising walk)
             reader = RecordReader(
                 files.paths,
                 compression=files.compression,
