@@ -365,12 +365,16 @@ def test_damage_a_first_pass_walks_into_is_named_as_a_stream_names_it(tensors, t
     assert np.array_equal(np.concatenate(got), np.arange(500))  # the whole batches before
 
 
-def test_a_file_cut_short_after_it_was_mapped_raises_an_error_not_sigbus(tensors, tmp_path):
-    path, _ = tensors
-    copy = tmp_path / "cut.tfrecord"
+def _indexed_copy(path, copy):
+    """A copy of the file at path, opened and indexed: (copy, dataset)."""
     copy.write_bytes(Path(path).read_bytes())
     ds = tn.open(copy, SPEC)
     len(ds)
+    return copy, ds
+
+
+def test_a_file_cut_short_after_it_was_mapped_raises_an_error_not_sigbus(tensors, tmp_path):
+    copy, ds = _indexed_copy(tensors[0], tmp_path / "cut.tfrecord")
     list(ds.batches(64, shuffle=True, seed=1))  # the file is mapped now
     with open(copy, "r+b") as fh:  # cut to half while mapped
         fh.truncate(copy.stat().st_size // 2)
@@ -379,11 +383,7 @@ def test_a_file_cut_short_after_it_was_mapped_raises_an_error_not_sigbus(tensors
 
 
 def test_a_stale_index_under_a_map_is_named(tensors, tmp_path):
-    path, _ = tensors
-    copy = tmp_path / "stale.tfrecord"
-    copy.write_bytes(Path(path).read_bytes())
-    ds = tn.open(copy, SPEC)
-    len(ds)
+    copy, ds = _indexed_copy(tensors[0], tmp_path / "stale.tfrecord")
     data = bytearray(copy.read_bytes())
     data[8] ^= 1  # the first length's CRC: the frame no longer checks where the index says
     copy.write_bytes(bytes(data))

@@ -191,6 +191,16 @@ class Files:
             maps.move_to_end(f)
             return kept[1]
 
+    def reader(self, f: int | None = None) -> RecordReader:
+        """A stream of file f (of every file when None), read with these files' options."""
+        return RecordReader(
+            self.paths if f is None else self.paths[f],
+            compression=self.compression if f is None else self.kinds[f],
+            verify_crc=self.verify_crc,
+            damage=self.damage,
+            spares=self.spares,
+        )
+
     def release(self, f: int) -> None:
         with self._lock_:
             self._busy[f] -= 1
@@ -685,14 +695,7 @@ def walked(files: Files, count: int) -> Iterator[RecordBatch]:
 
 
 def _streamed(files: Files, f: int, count: int) -> Iterator[RecordBatch]:
-    reader = RecordReader(
-        files.paths[f],
-        compression=files.kinds[f],
-        verify_crc=files.verify_crc,
-        damage=files.damage,
-        spares=files.spares,
-    )
-    return reader.frame_batches(count, defer_crc=True)
+    return files.reader(f).frame_batches(count, defer_crc=True)
 
 
 def read_one(files: Files, g: int) -> np.ndarray | None:

@@ -36,7 +36,7 @@ from ..example.spec import as_spec
 from ..format.frames import FOOTER_BYTES, HEADER_BYTES, OVERHEAD_BYTES
 from ..format.index import RecordIndex
 from ..format.payloads import RecordBatch
-from ..format.reader import RecordReader, mean_frame_bytes
+from ..format.reader import mean_frame_bytes
 from .blocks import (
     PIECE_BYTES,
     Block,
@@ -508,13 +508,7 @@ class RecordSource(Source):
             if framed and files.seekable and not files.remote and files.damage.raises:
                 yield from files.learned(walked(files, batch_size))  # out of the files' maps
                 return  # (skipping damage needs the stream's resynchronising walk)
-            reader = RecordReader(
-                files.paths,
-                compression=files.compression,
-                verify_crc=files.verify_crc,
-                damage=files.damage,
-                spares=files.spares,
-            )
+            reader = files.reader()
             if framed:  # a whole pass indexes the files it walks (Files.learned)
                 yield from files.learned(reader.frame_batches(batch_size, defer_crc=True))
             else:
@@ -542,14 +536,7 @@ class RecordSource(Source):
         self, f: int, a: int, b: int, block: int, framed: bool = False
     ) -> Iterator[RecordBatch]:
         """Records a..b of file f, streamed (framed: left in their frames, not copied)."""
-        files = self.files
-        reader = RecordReader(
-            files.paths[f],
-            compression=files.kinds[f],
-            verify_crc=files.verify_crc,
-            damage=files.damage,
-            spares=files.spares,
-        )
+        reader = self.files.reader(f)
         seen = 0
         parts = reader.frame_batches(block) if framed else reader.batches(block)
         for part in parts:
