@@ -344,6 +344,14 @@ def test_a_first_pass_walks_the_files_maps(tf, tensors, tmp_path, monkeypatch):
     assert ds._files.indexed  # the walk indexed the files it walked
 
 
+def test_a_first_pass_out_of_the_map_checks_no_crc_when_told_not_to(tensors, damaged):
+    _, x = tensors
+    bad, _ = damaged  # record 413's payload CRC fails
+    got = list(tn.open(bad, SPEC, verify_crc=False).batches(100))
+    assert np.array_equal(np.concatenate([b["label"] for b in got]), np.arange(N))
+    assert not np.array_equal(got[4]["x"][13], x[413])  # the flipped bit, served as read
+
+
 @pytest.mark.parametrize("damage", ["cut", "length crc"])
 def test_damage_a_first_pass_walks_into_is_named_as_a_stream_names_it(tensors, tmp_path, damage):
     path, _ = tensors

@@ -670,11 +670,8 @@ def walked(files: Files, count: int) -> Iterator[RecordBatch]:
         while pos < len(data):
             status, end, n, _ = framing.scan_frames(data, pos, len(data), starts, lengths)
             if n:
-                first = starts[:n] + HEADER_BYTES
                 locs = (f << LOC_BITS) | np.arange(record, record + n, dtype=np.int64)
-                yield RecordBatch.spans(
-                    data, first, first + lengths[:n], Origins(files.paths, locs), verified=False
-                )
+                yield in_frames(files, data, starts[:n], lengths[:n], locs)
                 record += n
             taken, pos = end - pos, end
             if status != framing.LIMIT and pos < len(data):
