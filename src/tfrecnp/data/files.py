@@ -50,9 +50,11 @@ from ..format.reader import RecordReader, file_compression, scan_file
 
 RUN_GAP = 4096  # read_rows reads records this close together (in bytes) in one read
 OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
-# A dataset's maps are let go (and made anew) each time this many bytes of records have
-# been taken out of them: the pages they touched count in RSS while mapped.
+# The mapped pages of a dataset's files are dropped from its RSS (MADV_DONTNEED: the page
+# cache keeps them) each time about this many bytes have been touched through its maps.
 MAPPED_BYTES = 512 << 20
+FAULT_AROUND_BYTES = 64 << 10  # what a page fault may map around a record read at random
+MAPS_PER_READ = 16  # a read spanning more files is read the long way (a map holds an fd)
 REMOTE_SLACK = 32 << 20  # bytes a remote read by position may read beyond 3x what it needs
 
 
@@ -161,17 +163,21 @@ class Files:
         end of a file that shrank would raise SIGBUS, not an error, so every call checks
         the file's size first: a file now shorter than its map gets None (its records are
         read the long way, which names what is missing). `taken`: the bytes the caller
-        will read out of it; past MAPPED_BYTES taken since the last look, maps larger than
-        that together are let go (unmapped once no batch in flight reads from them), so
-        RSS stays bounded however large the files."""
+        will touch through it; past MAPPED_BYTES touched since the last time, maps larger
+        than that together drop their pages (MADV_DONTNEED: a later read faults them back
+        in from the page cache), so RSS stays bounded however large the files. A file
+        truncated by another process while a piece of it is being checked or decoded
+        still raises SIGBUS, as it would under np.memmap: rewrite files by renaming a new
+        one over them."""
         if self.kinds[f] is not None or fs.is_url(self.paths[f]):
             return None
         with self._lock:
             maps = self._maps
             self._mapped_bytes += taken
-            if self._mapped_bytes > MAPPED_BYTES:  # RSS <= what was taken, and the maps' size
+            if self._mapped_bytes > MAPPED_BYTES:  # RSS <= what was touched, and the maps
                 if sum(len(data) for _, data in maps.values()) > MAPPED_BYTES:
-                    maps.clear()
+                    for whole, _ in maps.values():
+                        _drop_pages(whole)
                 self._mapped_bytes = taken
             kept = maps.get(f)
             try:
@@ -616,6 +622,14 @@ def verified_rows(files: Files, ids: np.ndarray) -> tuple[RecordBatch, CorruptRe
     return good, error
 
 
+def _drop_pages(whole: mmap.mmap) -> None:
+    """Drop a map's pages from this process (a shared file map's data stays in the page
+    cache, and a later read faults it back in); without madvise, nothing."""
+    advice = getattr(mmap, "MADV_DONTNEED", None)
+    if advice is not None:
+        whole.madvise(advice)
+
+
 def mapped_rows(files: Files, ids: np.ndarray) -> RecordBatch | None:
     """The records with these global numbers (any order, duplicates allowed) as spans of
     their files' maps (`Files.mapped`): each frame's header checked against the index and
@@ -627,10 +641,13 @@ def mapped_rows(files: Files, ids: np.ndarray) -> RecordBatch | None:
         return None
     which = files.locate(ids)
     used = np.unique(which)
+    if len(used) > MAPS_PER_READ:
+        return None
     at = np.searchsorted(used, which)  # each record's map
     frames = files.offsets[ids]
     lengths = files.lengths[ids]
-    taken = np.bincount(at, lengths, minlength=len(used)).astype(np.int64).tolist()
+    touched = np.maximum(lengths + OVERHEAD_BYTES, FAULT_AROUND_BYTES)
+    taken = np.bincount(at, touched, minlength=len(used)).astype(np.int64).tolist()
     maps = [files.mapped(int(f), n) for f, n in zip(used, taken, strict=True)]
     if any(data is None for data in maps):
         return None
@@ -684,11 +701,15 @@ def walked(files: Files, count: int) -> Iterator[RecordBatch]:
                     offset=pos,
                     hint="the file changed while it was read; read it again",
                 )
-            data = files.mapped(f, taken)  # anew when the maps were let go (MAPPED_BYTES)
-            if data is None:  # the file shrank under its map
-                data = np.empty(0, np.uint8)
-                for _ in _streamed(files, f, count):
-                    pass
+            data = files.mapped(f, taken)
+            if data is None:
+                raise CorruptRecordError(
+                    "the file shrank while it was read",
+                    path=path,
+                    record=record,
+                    offset=pos,
+                    hint="the file changed while it was read; read it again",
+                )
 
 
 def _streamed(files: Files, f: int, count: int) -> Iterator[RecordBatch]:
