@@ -87,7 +87,7 @@ class Files:
         self._handles: OrderedDict[int, Any] = OrderedDict()
         self._busy: dict[int, int] = {}
         self._maps: OrderedDict[int, tuple[mmap.mmap, np.ndarray]] = OrderedDict()  # `mapped`
-        self._mapped_bytes = 0  # taken out of the maps since they were made
+        self._mapped_bytes = 0  # touched through the maps since their pages were dropped
         self.spares = Spares()  # the read buffers of a pass, reused by the next
         self._inflated: dict[int, Inflated] = {}  # compressed files read by position
         self._spans = SpanCache()  # their decoded spans
@@ -152,6 +152,11 @@ class Files:
             handles.move_to_end(f)
             busy[f] = busy.get(f, 0) + 1
         return fh
+
+    @property
+    def mappable(self) -> bool:
+        """Whether every file is local and uncompressed: read through maps (`mapped`)."""
+        return self.seekable and not self.remote
 
     def mapped(self, f: int, taken: int = 0) -> np.ndarray | None:
         """File f's bytes, a read-only array over a memory map of the file kept for later
@@ -679,7 +684,7 @@ def walked(files: Files, count: int) -> Iterator[RecordBatch]:
     starts = np.empty(count, np.int64)
     lengths = np.empty(count, np.int64)
     for f, path in enumerate(files.paths):
-        pos = record = taken = 0
+        pos = record = 0
         data = files.mapped(f)
         if data is None:
             yield from _streamed(files, f, count)
@@ -694,22 +699,16 @@ def walked(files: Files, count: int) -> Iterator[RecordBatch]:
             if status != framing.LIMIT and pos < len(data):
                 for _ in _streamed(files, f, count):  # the damage, named as a stream names it
                     pass
-                raise CorruptRecordError(  # the stream read it whole: it changed meanwhile
-                    "the frame here did not walk, but the file read whole after",
-                    path=path,
-                    record=record,
-                    offset=pos,
-                    hint="the file changed while it was read; read it again",
-                )
+                reason = "the frame here did not walk, but the file read whole after"
+                raise _changed(reason, path, record, pos)
             data = files.mapped(f, taken)
             if data is None:
-                raise CorruptRecordError(
-                    "the file shrank while it was read",
-                    path=path,
-                    record=record,
-                    offset=pos,
-                    hint="the file changed while it was read; read it again",
-                )
+                raise _changed("the file shrank while it was read", path, record, pos)
+
+
+def _changed(reason: str, path: str, record: int, offset: int) -> CorruptRecordError:
+    hint = "the file changed while it was read; read it again"
+    return CorruptRecordError(reason, path=path, record=record, offset=offset, hint=hint)
 
 
 def _streamed(files: Files, f: int, count: int) -> Iterator[RecordBatch]:

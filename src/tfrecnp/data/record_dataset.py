@@ -332,7 +332,7 @@ class RecordSource(Source):
         if shuffle.kind == "all":  # reads by position whichever way: index the files now
             self.files.require_seek("batches(shuffle=True)")
             self.files.index()
-        mapped = self.files.seekable and not self.files.remote  # local, uncompressed
+        mapped = self.files.mappable
         if self.by_position() and (shuffle.kind == "all" or mapped or mean >= PICKED_RECORD_BYTES):
             return "picked"
         # pooled in their frames; compressed streams keep a reading thread of their own
@@ -505,7 +505,7 @@ class RecordSource(Source):
         there, without a copy), and a file's last batch may be short."""
         files = self.files
         if self.whole(start, stop):  # a pass over everything needs no index: stream
-            if framed and files.seekable and not files.remote and files.damage.raises:
+            if framed and files.mappable and files.damage.raises:
                 yield from files.learned(walked(files, batch_size))  # out of the files' maps
                 return  # (skipping damage needs the stream's resynchronising walk)
             reader = files.reader()
