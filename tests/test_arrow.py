@@ -208,8 +208,8 @@ def test_an_axis_of_size_zero_keeps_its_rows():
         ),
         (
             pa.array([1, None, 3]),
-            r"^column 'bad' holds 1 nulls among its 3 rows of numbers; a TFRecord feature has "
-            r"no null value: fill them",
+            r"^column 'bad' row 1 is null, a missing feature; give the feature a default "
+            r"\(a FixedLen with default= in spec=\), or fill the nulls",
         ),
         (
             pa.array([np.datetime64("2020-01-01", "ms")]),

@@ -228,7 +228,7 @@ def test_a_column_with_no_tfrecord_kind_is_named(tmp_path, column, message):
 def test_nulls_among_numbers_are_named_when_read(tmp_path):
     path = tmp_path / "nulls.parquet"
     pq.write_table(pa.table({"v": pa.array([1, None, 3])}), path)
-    with pytest.raises(tn.SchemaError, match=r"^column 'v' holds 1 nulls among its 3 rows"):
+    with pytest.raises(tn.SchemaError, match=r"^column 'v' row 1 of .*nulls.parquet is null"):
         tn.open(path).to_numpy()
 
 

@@ -33,9 +33,11 @@ from .._util import fs
 from .._util.atomic import deferred_interrupt, hidden_sibling, naming_write_errors
 from .._util.progress import Progress
 from .._util.text import format_count
+from ..errors import SchemaError
 from ..example.arrow import from_arrow, pyarrow, spec_of_arrow
 from ..example.columns import concat_columns, take_column
 from ..example.padding import feature_names
+from ..example.spec import FixedLen
 from ..format.payloads import Origins
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, _nbytes
@@ -259,8 +261,15 @@ class ArrowFileSource(Source):
     def close(self) -> None:
         self.files.close()
 
-    def _columns(self, table: Any) -> Batch:
-        return from_arrow(table, self.spec)
+    def _columns(self, table: Any, rows: int | np.ndarray = 0) -> Batch:
+        """A table's columns; rows: the dataset row of its first row, or of each row (an
+        error names the row and file)."""
+
+        def where(row: int) -> str:
+            path, here = self.files.where(int(rows + row if np.ndim(rows) == 0 else rows[row]))
+            return f"row {here} of {path}"
+
+        return from_arrow(table, self.spec, where=where)
 
     def empty(self) -> Batch:
         return self._columns(self.files.schema.empty_table().select(self._names))
@@ -268,7 +277,9 @@ class ArrowFileSource(Source):
     # -- by position ----------------------------------------------------------------------
 
     def read_span(self, a: int, b: int) -> Batch:
-        parts = [self._columns(t) for _, t in self.files.stream(a, b, self._names, max(1, b - a))]
+        parts = [
+            self._columns(t, r) for r, t in self.files.stream(a, b, self._names, max(1, b - a))
+        ]
         return self._join(parts) if parts else self.empty()
 
     def read_ids(self, ids: np.ndarray, what: str) -> Batch:
@@ -279,9 +290,9 @@ class ArrowFileSource(Source):
         units = np.searchsorted(self.files.starts, ids[order], "right") - 1
         parts = []
         for u in np.unique(units):
-            rows = ids[order][units == u] - self.files.starts[u]
+            wanted = ids[order][units == u]
             table = self.files.read_unit(int(u), self._names)
-            parts.append(self._columns(table.take(rows)))
+            parts.append(self._columns(table.take(wanted - self.files.starts[u]), wanted))
         joined = self._join(parts)
         back = np.empty_like(order)
         back[order] = np.arange(len(order))
@@ -314,7 +325,8 @@ class ArrowFileSource(Source):
         if shuffle.kind == "none":
             for row, table in self.files.stream(a, b, self._names, block):
                 n = table.num_rows
-                yield Block(self._columns(table), n, origins=self._origins(np.arange(row, row + n)))
+                cols = self._columns(table, row)
+                yield Block(cols, n, origins=self._origins(np.arange(row, row + n)))
             return
         starts = list(range(a, b, block))
         starts = [starts[i] for i in rng.permutation(len(starts))]
@@ -385,8 +397,36 @@ def open_arrow_files(
                 f"{', '.join(map(repr, schema.names))}"
             )
         schema = pyarrow().schema([schema.field(n) for n in names])
-    full = spec_of_arrow(schema)
+    full = _given(spec_of_arrow(schema), spec, paths[0])
     return ArrowFileDataset(ArrowFileSource(files, full))
+
+
+def _given(inferred: dict, spec: Any, path: Any) -> dict:
+    """The files' spec, with what a FixedLen given in spec= adds that a schema cannot say:
+    its default (what a null, a missing feature, reads as) and its shape over a list column
+    (its rows then dense). The files' dtype is kept."""
+    if not isinstance(spec, Mapping):
+        return inferred
+    out = dict(inferred)
+    for name, given in spec.items():
+        have = inferred[name]
+        if not isinstance(given, FixedLen):
+            continue
+        same_kind = (given.dtype == "bytes") == (have.dtype == "bytes")
+        if isinstance(have, FixedLen):
+            fits = same_kind and given.shape == have.shape
+        else:  # a list column, dense when its rows hold given.shape
+            inner = tuple(have.inner_shape)
+            tail = given.shape[len(given.shape) - len(inner) :] if inner else ()
+            fits = same_kind and have.ragged_rank == 1 and tail == inner
+        if not fits:
+            raise SchemaError(
+                f"spec gives column {name!r} as {given.spell()}, but {path} holds it as "
+                f"{have.spell()}; give it that shape"
+            )
+        default = None if given.default is None else given.default.tolist()
+        out[name] = FixedLen(given.shape, have.dtype, default)
+    return out
 
 
 # --- writing -------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ splits of another dtype than int64, bytes held as NumPy object / S arrays. Back,
 without nulls and large binary / large list offsets are views; bool, 32-bit offsets (binary,
 string, list), view types, dictionaries and chunked columns are copied once.
 
-What TFRecord cannot hold is refused by name: nulls in a column of numbers, structs, maps,
-unions, dates, times, timestamps, durations, decimals (see `ArrowTypeError` texts).
+Nulls read as TensorFlow reads a missing feature and pandas a missing float (NaN; see
+`tfrecnp.example.arrow_nulls`). What TFRecord cannot hold is refused by name: structs, maps,
+unions, dates, times, timestamps, durations, decimals (see `_why`).
 pyarrow is imported on first use (``pip install 'tfrecnp[arrow]'``).
 """
 
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ import numpy as np
 from .._util.optional import require
 from .._util.sizing import records_per_batch
 from ..errors import SchemaError
+from .arrow_nulls import NullError, fill_row_nulls, fill_value_nulls, null_message
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from .image import Image
 from .spec import FixedLen, Raw, VarLen
@@ -160,12 +162,16 @@ class _Refused(ValueError):
     """An Arrow type with no TFRecord equivalent; the caller names the column."""
 
 
-def from_arrow(table: Any, spec: Any = None) -> dict[str, Any]:
+def from_arrow(
+    table: Any, spec: Any = None, *, where: Callable[[int], str] | None = None
+) -> dict[str, Any]:
     """A ``pyarrow.Table`` or ``RecordBatch`` as columns the Writer and batches hold:
     primitives -> ndarrays, fixed-size lists -> ndarrays [n, *shape], lists -> Ragged,
     binary / string -> BytesColumn. With a spec (a dict), list columns of a FixedLen or
-    Raw feature become dense arrays of its shape. Raises SchemaError naming the column for
-    types TFRecord cannot hold.
+    Raw feature become dense arrays of its shape. Nulls read as missing values
+    (`tfrecnp.example.arrow_nulls`: NaN for floats, empty VarLen rows, FixedLen defaults).
+    Raises SchemaError naming the column for types TFRecord cannot hold, and the column and
+    row (``where(row)``, e.g. "row 7 of x.parquet") for a null it has no value for.
     """
     pa = pyarrow()
     features = spec if isinstance(spec, Mapping) else {}
@@ -173,37 +179,78 @@ def from_arrow(table: Any, spec: Any = None) -> dict[str, Any]:
     for name, column in zip(table.column_names, table.columns, strict=True):
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        feature = features.get(name)
         try:
-            col = column_from_arrow(column)
+            col = column_from_arrow(column, feature)
+        except NullError as error:
+            place = where(error.row) if where is not None else f"row {error.row}"
+            raise SchemaError(null_message(name, error, feature, place)) from None
         except _Refused as why:
             raise SchemaError(f"column {name!r} {why}") from None
-        feature = features.get(name)
         if isinstance(col, Ragged) and isinstance(feature, (FixedLen, Raw)):
             shape = feature.shape if isinstance(feature, FixedLen) else feature.row_shape
-            col = np.asarray(col.values).reshape(len(col), *shape)
+            col = _dense_rows(name, col, shape, where)
         out[name] = col
     return out
 
 
-def column_from_arrow(arr: Any) -> Any:
-    """One Arrow array as a column (raises _Refused, naming what is wrong)."""
+def _dense_rows(name: str, col: Ragged, shape: Any, where: Callable[[int], str] | None) -> Any:
+    """A Ragged read for a FixedLen or Raw feature as its dense [n, *shape] array; a row of
+    another length is a SchemaError naming it."""
+    values = np.asarray(col.values)
+    per_value = math.prod(values.shape[1:])
+    counts = np.diff(np.asarray(col.row_splits, np.int64)) * per_value
+    bad = np.flatnonzero(counts != math.prod(shape))
+    if len(bad):
+        row = int(bad[0])
+        place = where(row) if where is not None else f"row {row}"
+        raise SchemaError(
+            f"column {name!r} {place} holds {int(counts[row])} values where the spec's "
+            f"shape {tuple(shape)} takes {math.prod(shape)}; read it as tn.VarLen"
+        )
+    return values.reshape(len(col), *shape)
+
+
+def column_from_arrow(arr: Any, feature: Any = None) -> Any:
+    """One Arrow array as a column (raises _Refused, naming what is wrong, or NullError
+    for a null the feature has no value for: see `tfrecnp.example.arrow_nulls`)."""
+    return _column(arr, feature, inside=False)
+
+
+def _column(arr: Any, feature: Any, *, inside: bool) -> Any:
     pa = pyarrow()
     kind = arr.type
+    default = None if inside or not isinstance(feature, FixedLen) else feature.default
     if isinstance(kind, pa.ExtensionType):
-        return column_from_arrow(arr.storage)
+        return _column(arr.storage, feature, inside=inside)
     if pa.types.is_dictionary(kind):
-        return column_from_arrow(arr.dictionary_decode())
+        return _column(arr.dictionary_decode(), feature, inside=inside)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind) or pa.types.is_list_view(kind):
         if pa.types.is_list_view(kind):
             arr = arr.cast(pa.large_list(kind.value_type))
-        offsets = np.asarray(arr.offsets, np.int64)  # null rows: empty (a missing VarLen)
+        if not inside:  # a null row: a missing feature; inside, a null list is an empty one
+            arr = fill_row_nulls(arr, default, dense=isinstance(feature, (FixedLen, Raw)))
+        offsets = np.asarray(arr.offsets, np.int64)
+        if arr.null_count:  # a null list inside a list: an empty one
+            arr = require("pyarrow.compute", "arrow").fill_null(arr, pa.scalar([], arr.type))
+            offsets = np.asarray(arr.offsets, np.int64)
         first, last = int(offsets[0]), int(offsets[-1])
-        values = column_from_arrow(arr.values.slice(first, last - first))
+        try:
+            values = _column(arr.values.slice(first, last - first), None, inside=True)
+        except NullError as error:
+            row = int(np.searchsorted(offsets - first, error.row, "right")) - 1
+            raise NullError(row, inside=True, kind=error.kind) from None
         return Ragged.from_row_splits(values, offsets - first, validate=False)
     if pa.types.is_fixed_size_list(kind):
-        if arr.null_count:
-            raise _Refused(_nulls(arr, "a fixed-size list"))
-        values = column_from_arrow(arr.flatten())
+        if inside and arr.null_count:
+            raise NullError(int(np.argmin(np.asarray(arr.is_valid()))), inside=True, kind=kind)
+        arr = fill_row_nulls(arr, default, dense=True)
+        size = kind.list_size
+        flat = arr.values.slice(arr.offset * size, len(arr) * size)
+        try:
+            values = _column(flat, None, inside=True)
+        except NullError as error:
+            raise NullError(error.row // max(size, 1), inside=True, kind=error.kind) from None
         if isinstance(values, BytesColumn):
             values = np.array(values.to_list(), dtype=object)
         return np.asarray(values).reshape(len(arr), kind.list_size, *np.shape(values)[1:])
@@ -217,27 +264,18 @@ def column_from_arrow(arr: Any) -> Any:
         arr = arr.cast(pa.large_binary())
         kind = arr.type
     if pa.types.is_large_binary(kind) or pa.types.is_large_string(kind):
-        if arr.null_count:
-            raise _Refused(_nulls(arr, "bytes"))
+        arr = fill_value_nulls(arr, default, inside=inside)
         _, offsets, data = arr.buffers()
         offsets = np.frombuffer(offsets, np.int64, len(arr) + 1, arr.offset * 8)
         data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
         first, last = int(offsets[0]), int(offsets[-1])
         return BytesColumn.from_offsets(data[first:last], offsets - first, validate=False)
     if pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind):
-        if arr.null_count:
-            raise _Refused(_nulls(arr, "numbers"))
+        arr = fill_value_nulls(arr, default, inside=inside)
         return arr.to_numpy(zero_copy_only=False)
     if pa.types.is_null(kind):
         raise _Refused("holds only nulls (type null), which no TFRecord feature holds")
     raise _Refused(f"has Arrow type {kind}, {_why(kind)}")
-
-
-def _nulls(arr: Any, what: str) -> str:
-    return (
-        f"holds {arr.null_count} nulls among its {len(arr)} rows of {what}; a TFRecord "
-        "feature has no null value: fill them (pyarrow.compute.fill_null) or drop those rows"
-    )
 
 
 def _why(kind: Any) -> str:
@@ -333,7 +371,8 @@ def _fragment_batches(fragment: Any, names: list[str], rows: int, pds: Any) -> I
 
 def _conform(batch: Any, schema: Any, keys: Mapping[str, Any]) -> Any:
     """A file's batch in the dataset's schema: its partition keys as columns, a column the
-    file lacks as nulls (refused later, by name, where TFRecord has no null), types cast."""
+    file lacks as nulls (read later as missing features: `tfrecnp.example.arrow_nulls`),
+    types cast."""
     pa = pyarrow()
     if not keys and batch.schema.equals(schema):
         return batch
