@@ -158,8 +158,79 @@ def test_features_with_no_example_feature_are_named(tmp_path, feature, value, me
     assert list(tmp_path.iterdir()) == []
 
 
-def test_an_image_without_a_size_has_no_hf_array_shape():
-    with pytest.raises(tn.SchemaError, match=r"^feature 'img' is a tn.Image without size="):
-        features_of_spec({"img": tn.Image()})
+@pytest.fixture(scope="module")
+def image_shards(tmp_path_factory, tf):
+    """Images of several sizes as TensorFlow encodes them: RGB PNGs, grey PNGs, JPEGs."""
+    rng = np.random.default_rng(1)
+    out = tmp_path_factory.mktemp("hf_images") / "img.tfrecord"
+    blobs = []
+    with tf.io.TFRecordWriter(str(out)) as w:
+        for i in range(12):
+            h, w_ = 5 + i, 9 - i % 4
+            channels = 1 if i % 3 == 1 else 3
+            pixels = rng.integers(0, 256, (h, w_, channels), dtype=np.uint8)
+            if i % 3 == 2:
+                blob = tf.io.encode_jpeg(pixels, quality=90).numpy()
+            else:
+                blob = tf.io.encode_png(pixels).numpy()
+            blobs.append(blob)
+            f = {
+                "image": tf.train.Feature(bytes_list=tf.train.BytesList(value=[blob])),
+                "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[i])),
+                "name": tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"n%d" % i])),
+            }
+            w.write(tf.train.Example(features=tf.train.Features(feature=f)).SerializeToString())
+    return str(out), blobs
+
+
+def test_an_image_without_a_size_becomes_an_hf_image(image_shards):
+    path, blobs = image_shards
+    spec = {"image": tn.Image(3), "label": tn.FixedLen((), "int64"), "name": tn.Bytes()}
+    hf = tn.open(path, spec).to_hf(text=True)
+    assert hf.features == datasets.Features(
+        {
+            "image": datasets.Image(mode="RGB"),
+            "label": datasets.Value("int64"),
+            "name": datasets.Value("large_string"),
+        }
+    )
+    # HF holds the records' encoded bytes as they are ...
+    stored = hf.cast_column("image", datasets.Image(decode=False))
+    assert [row["image"]["bytes"] for row in stored] == blobs
+    assert [row["image"]["path"] for row in stored] == [None] * len(blobs)
+    # ... and decodes them to the pixels tfrecnp decodes (Pillow's IDCT for the JPEGs)
+    ds = tn.open(path, spec)
+    accurate = tn.open(path, {"image": tn.Image(3, dct_method="INTEGER_ACCURATE")})
+    for i, row in enumerate(hf):
+        got = np.asarray(row["image"])
+        want = (accurate if i % 3 == 2 else ds)[i]["image"]
+        assert got.shape == want.shape == (5 + i, 9 - i % 4, 3)
+        np.testing.assert_array_equal(got, want)
+        assert row["label"] == i and row["name"] == f"n{i}"
+    grey = tn.open(path, {"image": tn.Image(1)}).to_hf()
+    assert grey.features["image"] == datasets.Image(mode="L")
+    np.testing.assert_array_equal(
+        np.asarray(grey[1]["image"]), ds.select(["image"])[1]["image"][..., :1].squeeze(-1)
+    )
+
+
+def test_hf_images_written_back_read_as_the_same_images(tmp_path, image_shards):
+    path, blobs = image_shards
+    hf = tn.open(path, {"image": tn.Image(None), "label": tn.FixedLen((), "int64")}).to_hf()
+    assert hf.features["image"] == datasets.Image()
+    out = tn.write(tmp_path / "back.tfrecord", hf, progress=False)
+    assert spec_of_features(hf.features)["image"] == tn.Image()
+    back = tn.open(out.paths, {"image": tn.Bytes()}).to_numpy()["image"].to_list()
+    assert back == blobs
+
+
+def test_an_image_without_a_size_maps_to_hf_image_not_an_array():
+    assert features_of_spec({"img": tn.Image()})["img"] == datasets.Image(mode="RGB")
+    assert features_of_spec({"img": tn.Image(4)})["img"] == datasets.Image(mode="RGBA")
+    assert features_of_spec({"img": tn.Image(None)})["img"] == datasets.Image()
+    with pytest.raises(
+        tn.SchemaError, match=r"^feature 'img' is a tn.Image of float32 pixels without size="
+    ):
+        features_of_spec({"img": tn.Image(dtype="float32")})
     got = features_of_spec({"img": tn.Image(3, size=(8, 6))})
     assert got["img"] == datasets.Array3D((8, 6, 3), "uint8")

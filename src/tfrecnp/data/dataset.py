@@ -465,21 +465,28 @@ class Dataset:
         """Every record as an in-memory Hugging Face ``datasets.Dataset`` (through
         `to_arrow`, with its memory check; no loop per record), its Features mapped from
         the spec (`tfrecnp.example.hf`: ArrayND, List, LargeList, Value; text features as
-        strings; a TFDS folder's ClassLabels with their names). For more than memory,
+        strings; a TFDS folder's ClassLabels with their names; tn.Image without size= as
+        HF Image(), its records' encoded bytes). For more than memory,
         write Parquet (``tn.convert(src, "out/", format="parquet")``) and load that with
         ``datasets.load_dataset("parquet", ...)``. Needs ``pip install 'tfrecnp[hf]'``."""
-        from ..example.hf import to_hf
+        from ..example.hf import encoded_images, to_hf
+        from ..example.spec import Bytes
 
         if not isinstance(self.spec, Mapping):
             raise TypeError("to_hf takes datasets of tf.train.Example; this one reads a Sequence")
-        self._check_memory("to_hf()", max_bytes)
+        ds, images = self, encoded_images(self.spec)  # HF Image(): encoded bytes, not pixels
+        if images:
+            ds = self._view(spec={n: Bytes() if n in images else f for n, f in self.spec.items()})
+            if text is True:  # every bytes feature but the images
+                text = [n for n in self.spec if n not in images]
+        ds._check_memory("to_hf()", max_bytes)
         features = getattr(self, "features", None)
         labels = {
             name: list(f.names)
             for name, f in (features.items() if isinstance(features, Mapping) else ())
             if name in self.spec and isinstance(getattr(f, "names", None), (list, tuple))
         }
-        return to_hf(self.arrow_reader(text=text).read_all(), self.spec, text=text, labels=labels)
+        return to_hf(ds.arrow_reader(text=text).read_all(), self.spec, text=text, labels=labels)
 
     def _column_order(self, out: dict, parts: dict) -> list[str]:
         names = [n for n in feature_names(self.spec) if n in out or n in parts]

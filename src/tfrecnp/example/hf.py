@@ -22,8 +22,9 @@ Translation, TranslationVariableLanguages, nested dicts of features, lists of li
 
 spec -> Features (`features_of_spec`, for `Dataset.to_hf`): FixedLen of 2..5 axes ->
 ArrayND, of one axis -> List(length=k), scalars -> Value, bytes -> Value("large_binary")
-(or "large_string" for text), VarLen -> LargeList, tn.Image with size= -> Array3D uint8;
-without size=, its arrays have no one shape: refused by name (give size=).
+(or "large_string" for text), VarLen -> LargeList, tn.Image with size= -> Array3D of its
+pixels; without size= (its images have no one shape) -> Image(mode= its channels) holding
+the records' encoded bytes, which HF decodes with Pillow when read.
 """
 
 from __future__ import annotations
@@ -40,8 +41,16 @@ from .columns import Ragged
 from .image import Image
 from .spec import FixedLen, Raw, VarLen
 
-__all__ = ["features_of_spec", "hf_columns", "is_hf_dataset", "spec_of_features", "to_hf"]
+__all__ = [
+    "encoded_images",
+    "features_of_spec",
+    "hf_columns",
+    "is_hf_dataset",
+    "spec_of_features",
+    "to_hf",
+]
 
+IMAGE_MODES = {1: "L", 3: "RGB", 4: "RGBA"}  # tn.Image channels -> the PIL mode HF decodes to
 REFUSED = ("Audio", "Video", "Pdf", "Nifti", "Json", "Translation", "Mesh", "BioSequence")
 
 
@@ -76,11 +85,13 @@ def features_of_spec(
 def _hf_feature(hf: Any, name: str, feature: Any, text: bool) -> Any:
     if isinstance(feature, Image):
         if feature.size is None:
-            raise SchemaError(
-                f"feature {name!r} is a tn.Image without size=: its images have no one shape, "
-                "which an HF Array3D needs; give size=(h, w), or read it as tn.Bytes() to "
-                "keep the encoded images"
-            )
+            if feature.dtype != "uint8":
+                raise SchemaError(
+                    f"feature {name!r} is a tn.Image of {feature.dtype} pixels without size=: "
+                    "an HF Image() gives 8-bit images; read it with dtype='uint8', or give "
+                    "size=(h, w) to get an Array3D of these pixels"
+                )
+            return hf.Image(mode=IMAGE_MODES.get(feature.channels))
         h, w = feature.size
         return hf.Array3D((h, w, feature.channels), np.dtype(feature.dtype).name)
     shape: tuple = ()
@@ -126,8 +137,37 @@ def to_hf(
     from datasets.table import table_cast
 
     features = features_of_spec(spec, text=text, labels=labels)
+    for name in encoded_images(spec):
+        table = table.set_column(
+            table.column_names.index(name), name, _image_structs(table.column(name))
+        )
     table = table_cast(table, features.arrow_schema)
     return hf.Dataset(table, info=hf.DatasetInfo(features=features))
+
+
+def encoded_images(spec: Mapping[str, Any]) -> list[str]:
+    """The tn.Image features without size= that `to_hf` gives as HF ``Image()``: the table
+    it takes holds their encoded bytes (read as tn.Bytes()), which HF stores as they are and
+    decodes (with Pillow) when a row is read; no pixels are decoded or encoded again."""
+    return [
+        name
+        for name, f in spec.items()
+        if isinstance(f, Image) and f.size is None and f.dtype == "uint8"
+    ]
+
+
+def _image_structs(column: Any) -> Any:
+    """A column of encoded images (binary) as HF Image's storage: {bytes, path: null}."""
+    pa = require("pyarrow", "arrow")
+    chunks = []
+    for chunk in column.chunks:
+        chunks.append(
+            pa.StructArray.from_arrays(
+                [chunk.cast(pa.binary()), pa.nulls(len(chunk), pa.string())],
+                names=["bytes", "path"],
+            )
+        )
+    return pa.chunked_array(chunks, pa.struct([("bytes", pa.binary()), ("path", pa.string())]))
 
 
 # --- Features -> spec; an HF dataset as columns --------------------------------------------
