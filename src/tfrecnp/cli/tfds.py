@@ -1,16 +1,17 @@
 """`tfrecnp inspect | head | convert` on a prepared tensorflow-datasets folder.
 
 `add_tfds` gives those three commands a ``--split`` option and routes them here when their
-path is a TFDS folder (it holds dataset_info.json and features.json, or version folders
-holding them) or a split is given; any other path goes to the command as before. The
-folder is read through `tfrecnp.data.tfds` (imported when a TFDS folder is met, so other
-commands stay light); what they print is made by `cli/show.py`'s helpers, as for every
-other command (tables, records, JSON values).
+path is a TFDS folder (it holds dataset_info.json and features.json as TFDS writes them,
+or version folders holding them) or a split is given; any other path goes to the command
+as before. The folder is read through `tfrecnp.data.tfds` (imported when a TFDS folder is
+met, so other commands stay light); what they print is made by `cli/show.py`'s helpers, as
+for every other command (tables, records, JSON values).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import time
@@ -22,21 +23,19 @@ from .show import jsonable, record_lines, table_lines
 
 __all__ = ["add_tfds", "looks_like_tfds"]
 
-METADATA = ("dataset_info.json", "features.json")  # as data.tfds names them
-
 
 def looks_like_tfds(path: str) -> bool:
-    """A cheap look (no import of the data layer): a local folder holding TFDS's metadata
-    files, or a folder of version folders holding them."""
-
-    def version(folder: str) -> bool:
-        return all(os.path.exists(os.path.join(folder, name)) for name in METADATA)
+    """A cheap look (only `tfrecnp.data.tfds_meta`, not the reader): a local folder holding
+    TFDS's metadata files as TFDS writes them (by content: a folder of shards beside files
+    of those names another tool wrote is no TFDS folder), or a folder of version folders
+    holding them."""
+    from ..data.tfds_meta import is_tfds_version
 
     if not os.path.isdir(path):
         return False
-    if version(path):
+    if is_tfds_version(path):
         return True
-    return any(version(os.path.join(path, c)) for c in os.listdir(path) if c[:1].isdigit())
+    return any(is_tfds_version(os.path.join(path, c)) for c in os.listdir(path) if c[:1].isdigit())
 
 
 def add_tfds(sub: Any) -> None:
@@ -93,6 +92,7 @@ def inspect_tfds(args: argparse.Namespace) -> int:
             "version": info.version,
             "path": str(info.path),
             "splits": {name: s.num_examples for name, s in info.splits.items()},
+            "sequences": feats.sequences,
             "features": {
                 name: {
                     "type": leaf.tfds_type,
@@ -116,7 +116,10 @@ def inspect_tfds(args: argparse.Namespace) -> int:
     print("\n".join(line.rstrip() for line in table_lines(splits)))
     print("\nfeatures:")
     rows = [("name", "TFDS feature", "notes")]
-    for name, leaf in feats.leaves.items():
+    for name, leaf, described in _described(feats):
+        if leaf is None:  # a Sequence of a FeaturesDict: its row, before its features
+            rows.append((name, described, ""))
+            continue
         notes = []
         if leaf.names is not None:
             notes.append(
@@ -124,10 +127,41 @@ def inspect_tfds(args: argparse.Namespace) -> int:
             )
         if leaf.spec is None:
             notes.append(f"read as its wire features: {leaf.reason}")
-        rows.append((name, leaf.describe(), "; ".join(notes)))
+        rows.append((name, described, "; ".join(notes)))
     print("\n".join(line.rstrip() for line in table_lines(rows)))
     print(f"\nopen with tn.open({str(info.path)!r}, split={next(iter(info.splits), '')!r})")
     return 0
+
+
+def _described(feats: Any) -> list[tuple[str, Any, str]]:
+    """(name, leaf or None, how inspect shows it) in the tree's order: a Sequence of a
+    FeaturesDict as a row of its own ("objects", None, "Sequence(FeaturesDict)") before
+    its features; a leaf in Sequences of its own as "Sequence(Text(bytes, ()))", the
+    shape of one element inside."""
+
+    def sequence(inner: str, lengths: list) -> str:
+        for length in reversed(lengths):
+            inner = (
+                f"Sequence({inner})" if length is None else f"Sequence({inner}, length={length})"
+            )
+        return inner
+
+    out: list[tuple[str, Any, str]] = []
+    shown: set[str] = set()
+    for name, leaf in feats.leaves.items():
+        parts = name.split("/")
+        for k in range(1, len(parts)):
+            group = "/".join(parts[:k])
+            if group in feats.sequences and group not in shown:
+                shown.add(group)
+                out.append((group, None, sequence("FeaturesDict", feats.sequences[group])))
+        lengths = feats.sequences.get(name, [])
+        if lengths:
+            inner = dataclasses.replace(leaf, shape=leaf.shape[len(lengths) :])
+            out.append((name, leaf, sequence(inner.describe(), lengths)))
+        else:
+            out.append((name, leaf, leaf.describe()))
+    return out
 
 
 def head_tfds(args: argparse.Namespace) -> int:

@@ -74,7 +74,8 @@ def open(
         For a prepared tensorflow-datasets folder (one holding dataset_info.json and
         features.json, or version folders holding them): the TFDS split, as TFDS spells
         it ("train", "train[:10%]", "test[100:200]", "train+test"). The spec comes from
-        its features.json (see `tfrecnp.data.tfds`).
+        its features.json (see `tfrecnp.data.tfds`); spec= replaces the features it names
+        (``{"image": tn.Bytes()}`` keeps the encoded images, as TFDS's decoders= does).
 
     Returns
     -------
@@ -84,10 +85,18 @@ def open(
     if isinstance(paths, (np.ndarray, Mapping, Ragged, BytesColumn)):
         return open_array_dataset(paths, key=key, spec=spec)
     if split is not None or is_tfds_folder(paths, storage_options):  # a TFDS folder
-        if spec is not None or key is not None:
-            raise ValueError("a TFDS folder is read by its features.json: pass no spec= or key=")
+        if key is not None:
+            raise ValueError(
+                "a TFDS folder is read by its features.json: pass no key= (spec= replaces "
+                "the features it names)"
+            )
         return open_tfds(
-            paths, split, verify_crc=verify_crc, on_error=on_error, storage_options=storage_options
+            paths,
+            split,
+            spec=spec,
+            verify_crc=verify_crc,
+            on_error=on_error,
+            storage_options=storage_options,
         )
     if is_arrow_source(paths, storage_options):  # Parquet / Arrow IPC files
         if key is not None:

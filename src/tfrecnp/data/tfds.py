@@ -5,7 +5,9 @@ A folder that ``tfds.load`` / ``download_and_prepare`` wrote
 ``<name>-<split>.tfrecord-00000-of-00016`` beside ``dataset_info.json`` (the splits, their
 shard lengths and file template, the file format) and ``features.json`` (the feature tree;
 `tfrecnp.example.tfds_features` turns it into a spec). Nothing is sampled or guessed, and
-TensorFlow is not needed.
+TensorFlow is not needed. A folder is TFDS's when those files say so by their content
+(`tfrecnp.data.tfds_meta`); ``spec=`` replaces the features it names, as TFDS's
+``decoders=`` does (``{"image": tn.Bytes()}`` keeps the encoded images).
 
 Splits are spelled as TFDS spells them (``"train"``, ``"train[:10%]"``, ``"test[100:200]"``,
 ``"train[-5%:]+test"``, ``"all"``) and resolved by TFDS's rules: percent bounds rounded to
@@ -36,17 +38,16 @@ from .._util import fs
 from .._util.offsets import offsets_of
 from ..errors import CorruptRecordError, SchemaError
 from ..example.infer import infer_spec
-from ..example.spec import Feature, VarLen, kind_of
+from ..example.spec import Feature, FixedLen, VarLen, as_spec, kind_of
 from ..example.tfds_features import Joined, TfdsFeatures, parse_features
 from .blocks import Block, shuffle_blocks
 from .dataset import Dataset
 from .record_dataset import RecordSource, read_blocks
 from .source import Shuffle, Source
+from .tfds_meta import FEATURES_FILE, INFO_FILE, is_tfds_version, not_tfds
 
 __all__ = ["TfdsDataset", "TfdsInfo", "TfdsSource", "is_tfds_folder", "open_tfds", "read_info"]
 
-INFO_FILE = "dataset_info.json"
-FEATURES_FILE = "features.json"
 DEFAULT_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
 INTERLEAVE_CYCLE = 16  # TFDS's ReadConfig defaults: files read at once ...
 INTERLEAVE_BLOCK = 16  # ... and records taken from each in turn
@@ -118,7 +119,8 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 def is_tfds_folder(path: Any, storage_options: dict | None = None) -> bool:
     """Whether path is a prepared TFDS version folder (it holds dataset_info.json and
-    features.json: a folder of shards beside a stray dataset_info.json stays a folder of
+    features.json as TFDS writes them, judged by content in `tfrecnp.data.tfds_meta`: a
+    folder of shards beside files of those names that another tool wrote stays a folder of
     shards) or a dataset folder holding such version folders."""
     if not isinstance(path, (str, os.PathLike)):
         return False
@@ -134,7 +136,7 @@ def is_tfds_folder(path: Any, storage_options: dict | None = None) -> bool:
 
 
 def _is_version(url: Any) -> bool:
-    return fs.exists(fs.join(url, INFO_FILE)) and fs.exists(fs.join(url, FEATURES_FILE))
+    return is_tfds_version(url)
 
 
 def _versions(url: Any) -> list[str]:
@@ -175,6 +177,16 @@ def read_info(path: Any, storage_options: dict | None = None) -> TfdsInfo:
     """
     url = resolve_version(fs.resolve(os.fspath(path), storage_options))
     info = _read_json(fs.join(url, INFO_FILE))
+    feats_path = fs.join(url, FEATURES_FILE)
+    if not fs.exists(feats_path):
+        raise FileNotFoundError(f"{url} holds {INFO_FILE} but no {FEATURES_FILE}")
+    features_json = _read_json(feats_path)
+    why = not_tfds(info, features_json)
+    if why is not None:
+        raise SchemaError(
+            f"{url} is not a folder tensorflow-datasets prepared: its {why}; open it "
+            "without split= to read its shards as a folder of TFRecord files"
+        )
     fmt = str(info.get("fileFormat") or "tfrecord").lower()
     if fmt != "tfrecord":
         what = OTHER_FORMATS.get(fmt, f"the {fmt!r} file format")
@@ -182,9 +194,6 @@ def read_info(path: Any, storage_options: dict | None = None) -> TfdsInfo:
             f"{url} was prepared by TFDS as {what}, not TFRecord; tfrecnp reads TFRecord "
             "folders (prepare it with download_and_prepare(file_format='tfrecord'))"
         )
-    feats_path = fs.join(url, FEATURES_FILE)
-    if not fs.exists(feats_path):
-        raise FileNotFoundError(f"{url} holds {INFO_FILE} but no {FEATURES_FILE}")
 
     def labels(prefix: str) -> list[str] | None:
         p = fs.join(url, f"{prefix}.labels.txt")
@@ -193,7 +202,7 @@ def read_info(path: Any, storage_options: dict | None = None) -> TfdsInfo:
         text = fs.read_text(p)
         return [line.strip() for line in text.splitlines() if line.strip()]
 
-    features = parse_features(_read_json(feats_path), labels)
+    features = parse_features(features_json, labels)
     splits = {}
     for s in info.get("splits", []):
         lengths = tuple(int(n) for n in s.get("shardLengths", []))
@@ -551,7 +560,9 @@ class TfdsDataset(Dataset):
 
 def _survey_unknown(info: TfdsInfo, paths: list[str], spec: dict[str, Feature]) -> None:
     """Unknown connectors: their wire features, as a survey of the first shard finds them,
-    each read as its raw values (bytes for a bytes list), with a warning naming it."""
+    each read as its raw values, with a warning naming it: one bytes value in every record
+    (what a custom connector usually serialises) is that bytes value (tn.Bytes()), other
+    lists are Ragged of their wire kind."""
     unknown = [n for n, leaf in info.features.leaves.items() if leaf.spec is None and not leaf.wire]
     if not unknown or not paths:
         return
@@ -561,16 +572,51 @@ def _survey_unknown(info: TfdsInfo, paths: list[str], spec: dict[str, Feature]) 
     for name in unknown:
         keys = [k for k in found if k == name or k.startswith(name + "/")]
         for k in keys:
-            f = found[k]
-            dtype = getattr(f.decode_as() or f, "dtype", "bytes")
+            f = found[k].decode_as() or found[k]
+            dtype = getattr(f, "dtype", "bytes")
             dtype = "bytes" if dtype == "bytes" else ("float32" if kind_of(dtype) == 2 else "int64")
-            spec[k] = info.features.leaves[name].wire[k] = VarLen(dtype)
+            one = isinstance(f, FixedLen) and f.shape == () and f.default is None
+            raw = FixedLen((), "bytes") if one and dtype == "bytes" else VarLen(dtype)
+            spec[k] = info.features.leaves[name].wire[k] = raw
+
+
+def _given_spec(spec: Any, info: TfdsInfo) -> dict[str, Feature]:
+    """spec= of a TFDS folder as a dict of features (TensorFlow's feature specs converted)."""
+    if spec is None:
+        return {}
+    given = as_spec(spec)
+    if not isinstance(given, dict):
+        raise TypeError(
+            f"{info.path} holds tf.train.Examples; spec= replaces some of its features with a "
+            "dict of name -> feature, not a tn.Sequence"
+        )
+    return given
+
+
+def _replaced(spec: dict[str, Feature], given: dict[str, Feature], info: TfdsInfo) -> dict:
+    """The folder's spec with the features given in spec= in place of those named alike."""
+    wire = wire_spec(spec)
+    unknown = [n for n in given if n not in spec and n not in wire]
+    if unknown:
+        raise KeyError(
+            f"spec= names {unknown[0]!r}, which TFDS {info.name} {info.version} does not "
+            f"hold; its features: {', '.join(map(repr, spec))}"
+        )
+    out = {}
+    for name, f in spec.items():
+        parts = f.reads(name) if isinstance(f, Joined) else {name: f}
+        if name in given or not any(k in given for k in parts):
+            out[name] = given.get(name, f)
+        else:  # a wire key of a joined feature named: its wire features, as given
+            out.update({k: given.get(k, p) for k, p in parts.items()})
+    return out
 
 
 def open_tfds(
     path: Any,
     split: str | None = None,
     *,
+    spec: Any = None,
     verify_crc: bool = True,
     on_error: str = "raise",
     storage_options: dict | None = None,
@@ -585,6 +631,10 @@ def open_tfds(
     split : str, optional
         A TFDS split: "train", "train[:10%]", "test[100:200]", "train+test", "all". None
         opens the only split, or raises naming the splits there are.
+    spec : dict, optional
+        Features that replace those of the same name (or wire key) in features.json, as
+        TFDS's ``decoders=`` skips or replaces a feature's decoding: ``{"image":
+        tn.Bytes()}`` keeps the encoded images. The rest decode as features.json says.
     verify_crc, on_error, storage_options
         As for `tn.open`.
     """
@@ -618,9 +668,13 @@ def open_tfds(
             f"{info.path}: dataset_info.json lists shard {missing[0]}, which is not there "
             f"({len(missing)} of {len(paths)} shards missing); prepare the dataset again"
         )
+    given = _given_spec(spec, info)
     spec = dict(info.features.spec)
     _survey_unknown(info, paths, spec)
+    spec = _replaced(spec, given, info)
     for name, reason in info.features.left.items():
+        if name in given or any(k in given for k in info.features.leaves[name].wire):
+            continue  # the user said how to read it
         keys = ", ".join(info.features.leaves[name].wire) or "nothing"
         warnings.warn(
             f"TFDS feature {name!r} ({info.features.leaves[name].tfds_type}): {reason}; read as "

@@ -121,6 +121,9 @@ class TfdsFeatures:
     spec: dict[str, Feature]
     leaves: dict[str, TfdsLeaf]
     tree: dict[str, Any]
+    # {name: lengths (None: any) of the Sequences there, outer first}: "objects" for a
+    # Sequence of a FeaturesDict, a leaf's own name for a Sequence of that leaf
+    sequences: dict[str, list[int | None]] = field(default_factory=dict)
 
     @property
     def left(self) -> dict[str, str]:
@@ -629,6 +632,7 @@ class _Reader:
     def __init__(self, labels: Callable[[str], list[str] | None]):
         self.labels = labels
         self.leaves: dict[str, TfdsLeaf] = {}
+        self.sequences: dict[str, list[int | None]] = {}
 
     def node(self, node: dict, name: str, seq: tuple[int | None, ...], meta: str) -> Any:
         """The tree below `node` ({key: subtree} or a leaf's type), leaves collected.
@@ -646,6 +650,7 @@ class _Reader:
         if "sequence" in node:
             inner = node["sequence"]
             length = int(inner.get("length", -1))
+            self.sequences.setdefault(name, []).append(None if length < 0 else length)
             return self.node(inner["feature"], name, (*seq, None if length < 0 else length), meta)
         if "translation" in node:
             t = node["translation"]
@@ -864,4 +869,4 @@ def parse_features(
             spec[name] = leaf.spec
         else:
             spec.update(leaf.wire)  # unknown connectors: none yet (the caller surveys)
-    return TfdsFeatures(spec, reader.leaves, tree)
+    return TfdsFeatures(spec, reader.leaves, tree, reader.sequences)
