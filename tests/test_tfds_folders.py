@@ -175,3 +175,17 @@ def builder_records(builder, split: str, decoders: dict) -> list[dict]:
     """The split as tfds.as_numpy gives it with these decoders, flattened."""
     ds = builder.as_dataset(split=split, shuffle_files=False, decoders=decoders)
     return [flat(r) for r in tfds.as_numpy(ds)]
+
+
+def test_to_hf_of_a_tfds_folder_gives_images_and_class_labels(tmp_path):
+    datasets = pytest.importorskip("datasets")
+    builder = tfds.testing.DummyMnist(data_dir=str(tmp_path))
+    builder.download_and_prepare(file_format="tfrecord")
+    want = tfds_records(builder, "train")
+    ds = tn.open(builder.data_dir, split="train")
+    hf = ds.to_hf()
+    assert hf.features["label"] == datasets.ClassLabel(names=[str(i) for i in range(10)])
+    assert hf.features["image"] == datasets.Image(mode="L")
+    for i in (0, 7):
+        np.testing.assert_array_equal(np.asarray(hf[i]["image"]), want[i]["image"][..., 0])
+        assert hf[i]["label"] == want[i]["label"]

@@ -48,7 +48,7 @@ from ..example.columns import BytesColumn, Column, Ragged, concat_columns, slice
 from ..example.decode import dense_when_uniform
 from ..example.image import Image
 from ..example.padding import feature_names, padder
-from ..example.spec import Sequence
+from ..example.spec import Bytes, FixedLen, Sequence
 from ..format.frames import OVERHEAD_BYTES
 from .blocks import Block, block_records, serve
 from .source import IN_ORDER, Shuffle, Source
@@ -470,7 +470,6 @@ class Dataset:
         write Parquet (``tn.convert(src, "out/", format="parquet")``) and load that with
         ``datasets.load_dataset("parquet", ...)``. Needs ``pip install 'tfrecnp[hf]'``."""
         from ..example.hf import encoded_images, to_hf
-        from ..example.spec import Bytes
 
         if not isinstance(self.spec, Mapping):
             raise TypeError("to_hf takes datasets of tf.train.Example; this one reads a Sequence")
@@ -481,10 +480,13 @@ class Dataset:
                 text = [n for n in self.spec if n not in images]
         ds._check_memory("to_hf()", max_bytes)
         features = getattr(self, "features", None)
+        features = getattr(features, "leaves", features)  # a TFDS folder's, leaf by column
         labels = {
             name: list(f.names)
             for name, f in (features.items() if isinstance(features, Mapping) else ())
-            if name in self.spec and isinstance(getattr(f, "names", None), (list, tuple))
+            if name in self.spec
+            and isinstance(self.spec[name], FixedLen)
+            and isinstance(getattr(f, "names", None), (list, tuple))
         }
         return to_hf(ds.arrow_reader(text=text).read_all(), self.spec, text=text, labels=labels)
 
