@@ -51,6 +51,11 @@ from libc.string cimport memcpy, memset
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_FromStringAndSize
 
+
+
+cdef extern from "bigcopy.h":
+    void tfrecnp_bigcopy(uint8_t *dst, const uint8_t *src, size_t n) noexcept nogil
+
 from .wire cimport (
     GUESSES, KIND_BYTES, KIND_FLOAT, KIND_INT64, KIND_MIXED, M_BAD_TAG, M_FIXED_TRUNC,
     M_FLOAT_PACKED, M_LENGTH, M_PACKED_VARINT, M_VARINT_LONG, M_VARINT_TRUNC, M_WIRE_TYPE,
@@ -777,7 +782,7 @@ cdef const uint8_t *emit(Ctx *c, int kind, const uint8_t *p, const uint8_t *end,
                     if o.vpos >= stop or o.vpos + 1 >= o.ocap or o.bpos + n > o.vcap:
                         return NULL
                 if n:
-                    memcpy(o.values + o.bpos, p, n)
+                    tfrecnp_bigcopy(o.values + o.bpos, p, n)
                 o.bpos += n
                 if o.offsets != NULL:
                     o.vpos += 1
@@ -867,7 +872,7 @@ cdef bint put(Ctx *c, int kind, const uint8_t *rec, const int64_t *row, Out *o,
         elif limit < 1 or o.vpos + 1 >= o.ocap or o.bpos + n > o.vcap:
             return False
         if n:
-            memcpy(o.values + o.bpos, p, n)
+            tfrecnp_bigcopy(o.values + o.bpos, p, n)
         o.bpos += n
         if o.offsets != NULL:
             o.vpos += 1
