@@ -14,6 +14,7 @@ import pytest
 
 import tfrecnp as tn
 from tfrecnp._util.spares import Spares
+from tfrecnp._util.text import format_count
 from tfrecnp.data import blocks, record_dataset
 from tfrecnp.data import files as files_module
 from tfrecnp.data.blocks import RowBlocks
@@ -75,11 +76,11 @@ def test_large_blocks_of_big_records_are_decoded_in_pieces(
         return decode(self, batch, threads, into)
 
     monkeypatch.setattr(record_dataset.RecordSource, "_decode", counting)
-    mapped = []
-    monkeypatch.setattr(record_dataset, "mapped_rows", _noted(record_dataset.mapped_rows, mapped))
+    spans = []
+    monkeypatch.setattr(record_dataset, "read_span", _noted(record_dataset.read_span, spans))
     got = list(ds.batches(batch_size))
     assert max(decoded) <= 8 and len(decoded) >= N // 8  # pieces, whatever the batch
-    assert bool(mapped) == indexed  # pieces of indexed files are left in the file's map
+    assert bool(spans) == indexed  # pieces of indexed files are read by position
     assert [len(b["label"]) for b in got[:-1]] == [batch_size] * (len(got) - 1)
     theirs = _tf_parse(tf, path)
     assert np.array_equal(np.concatenate([b["label"] for b in got]), theirs["label"])
@@ -227,9 +228,11 @@ def test_a_whole_pass_indexes_the_files_it_walked(tf, tensors, small_pieces, tmp
     assert not damaged._files.indexed
 
 
-def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, monkeypatch):
+def test_shuffled_big_records_of_a_url_are_pooled_in_their_frames(tf, tensors, memfs, monkeypatch):
     path, _ = tensors
-    ds = tn.open(path, SPEC)  # not indexed: the pass streams the file through the pool
+    url = "memory://pooled/t.tfrecord"  # not indexed: the pass streams the file
+    memfs.pipe(url, Path(path).read_bytes())  # through the pool (local files: indexed first)
+    ds = tn.open(url, SPEC)
     pooled = []
     pool = record_dataset.shuffle_records
 
@@ -239,7 +242,6 @@ def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, monkeypatc
     monkeypatch.setattr(record_dataset, "shuffle_records", noting)
     got = list(ds.batches(64, shuffle=200, seed=3))
     assert pooled and all(pooled)  # payloads left in their frames, not copied out first
-    assert ds._files.indexed  # a whole pass, shuffled too, indexes the files it walked
     labels = np.concatenate([b["label"] for b in got])
     assert sorted(labels.tolist()) == list(range(N)) and labels.tolist() != list(range(N))
     theirs = _tf_parse(tf, path)
@@ -247,11 +249,11 @@ def test_shuffled_big_records_are_pooled_in_their_frames(tf, tensors, monkeypatc
     again = np.concatenate(
         [b["label"] for b in tn.open(path, SPEC).batches(64, shuffle=200, seed=3)]
     )
-    assert np.array_equal(again, labels)  # the order is the seed's
+    assert np.array_equal(again, labels)  # the order is the seed's, picked or pooled
 
 
 @pytest.mark.parametrize("shuffle", [200, True])
-def test_shuffled_big_records_in_indexed_files_are_read_through_their_maps(
+def test_shuffled_big_records_in_indexed_files_are_picked_by_number(
     tf, tensors, shuffle, monkeypatch
 ):
     path, _ = tensors
@@ -260,12 +262,13 @@ def test_shuffled_big_records_in_indexed_files_are_read_through_their_maps(
     )
     ds = tn.open(path, SPEC)
     len(ds)
-    mapped, read, pooled = [], [], []
-    monkeypatch.setattr(files_module, "read_rows", lambda *a: read.append(1))
-    monkeypatch.setattr(files_module, "mapped_rows", _noted(files_module.mapped_rows, mapped))
+    picked, pooled = [], []
+    monkeypatch.setattr(
+        record_dataset, "verified_rows", _noted(record_dataset.verified_rows, picked)
+    )
     monkeypatch.setattr(record_dataset, "shuffle_records", lambda *a, **k: pooled.append(1))
     got = list(ds.batches(64, shuffle=shuffle, seed=3))
-    assert mapped and not read and not pooled  # numbers drawn, records left in the map
+    assert picked and not pooled  # numbers drawn, the records read by position
     labels = np.concatenate([b["label"] for b in got])
     assert sorted(labels.tolist()) == list(range(N)) and labels.tolist() != list(range(N))
     assert np.array_equal(labels, streamed)  # the order is the seed's, indexed or not
@@ -278,7 +281,7 @@ def _noted(fn, calls):
 
 
 @pytest.mark.parametrize("shuffle", [200, True])
-def test_shuffled_big_records_of_several_files_come_from_each_map(
+def test_shuffled_big_records_of_several_files_are_read_a_call_per_file(
     tf, tensors, shuffle, tmp_path, monkeypatch
 ):
     path, _ = tensors
@@ -287,24 +290,25 @@ def test_shuffled_big_records_of_several_files_come_from_each_map(
         p.write_bytes(Path(path).read_bytes())
     ds = tn.open(paths, SPEC)
     assert len(ds) == 3 * N
-    read = []
-    monkeypatch.setattr(files_module, "read_rows", _noted(files_module.read_rows, read))
+    calls = []
+    monkeypatch.setattr(files_module, "read_runs", _noted(files_module.read_runs, calls))
     got = list(ds.batches(100, shuffle=shuffle, seed=5))
-    assert not read and len(ds._files._maps) == 3  # each file's records out of its map
+    pieces = sum(1 for _ in range(0, 3 * N, 100))  # at most a piece a block here
+    assert len(calls) <= 3 * pieces  # a core call per file a piece touches, not per record
     labels = np.concatenate([b["label"] for b in got])
     assert sorted(labels.tolist()) == sorted(list(range(N)) * 3)
     theirs = _tf_parse(tf, path)
     assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
 
 
-def test_records_picked_by_number_are_read_through_the_map(tf, tensors, damaged, monkeypatch):
+def test_records_picked_by_number_are_read_by_position(tf, tensors, damaged, monkeypatch):
     path, _ = tensors
     ds = tn.open(path, SPEC)
     read = []
     monkeypatch.setattr(record_dataset, "read_rows", _noted(record_dataset.read_rows, read))
     picks = [5, 699, 5, 0, 321]
     got = ds.__getitems__(picks).columns
-    assert not read  # left in the map: no read
+    assert read  # one read of the picks (the duplicate read once)
     theirs = _tf_parse(tf, path)
     assert np.array_equal(got["x"], theirs["x"][picks])
     assert np.array_equal(ds[[3, 1]]["label"], [3, 1])
@@ -312,62 +316,9 @@ def test_records_picked_by_number_are_read_through_the_map(tf, tensors, damaged,
     with pytest.raises(tn.CorruptRecordError) as error:  # the long way names the damage
         tn.open(bad, SPEC).__getitems__([1, 413])
     assert (error.value.record, error.value.offset) == (413, at)
-    assert read
 
 
-def _mapped_rss(path) -> int:
-    """Bytes of this process's maps of the file at path resident now (/proc/self/smaps)."""
-    total, mine = 0, False
-    for line in Path("/proc/self/smaps").read_text().splitlines():
-        head = line.split()
-        if head and "-" in head[0] and len(head) >= 5:  # a mapping's first line
-            mine = line.endswith(str(path))
-        elif mine and head and head[0] == "Rss:":
-            total += int(head[1]) << 10
-    return total
-
-
-def test_mapped_pages_leave_rss_past_their_budget(tf, tensors, small_pieces, monkeypatch):
-    """RSS counts the mapped pages a pass touched: past MAPPED_BYTES touched through maps
-    larger than that, they are dropped (the page cache keeps them), and the records come
-    out the same."""
-    path, _ = tensors
-    ds = tn.open(path, SPEC)
-    len(ds)
-    labels = np.concatenate([b["label"] for b in ds.batches(64, shuffle=True, seed=1)])
-    size = Path(path).stat().st_size
-    assert _mapped_rss(path) > size // 2  # kept: the file is smaller than the budget
-    monkeypatch.setattr(files_module, "MAPPED_BYTES", 256 << 10)  # a file of 3.5 MB
-    got = list(ds.batches(64, shuffle=True, seed=1))
-    assert _mapped_rss(path) < 1 << 20
-    assert np.array_equal(np.concatenate([b["label"] for b in got]), labels)
-    theirs = _tf_parse(tf, path)
-    assert np.array_equal(np.concatenate([b["x"] for b in got]), theirs["x"][labels])
-
-
-def test_a_first_pass_walks_the_files_maps(tf, tensors, tmp_path, monkeypatch):
-    path, _ = tensors
-    empty = tmp_path / "empty.tfrecord"
-    empty.write_bytes(b"")
-    again = tmp_path / "again.tfrecord"
-    again.write_bytes(Path(path).read_bytes())
-    paths = [path, empty, again]
-    streamed = []
-    real = files_module.RecordReader
-    monkeypatch.setattr(
-        files_module, "RecordReader", lambda *a, **k: streamed.append(a) or real(*a, **k)
-    )
-    ds = tn.open(paths, SPEC)
-    got = list(ds.batches(100))
-    assert streamed == [(str(empty),)]  # only the empty file, which has no map, is streamed
-    theirs = _tf_parse(tf, path)
-    labels = np.concatenate([b["label"] for b in got])
-    assert np.array_equal(labels, np.concatenate([theirs["label"]] * 2))
-    assert np.array_equal(np.concatenate([b["x"] for b in got]), np.concatenate([theirs["x"]] * 2))
-    assert ds._files.indexed  # the walk indexed the files it walked
-
-
-def test_a_first_pass_out_of_the_map_checks_no_crc_when_told_not_to(tensors, damaged):
+def test_a_first_pass_checks_no_crc_when_told_not_to(tensors, damaged):
     _, x = tensors
     bad, _ = damaged  # record 413's payload CRC fails
     got = list(tn.open(bad, SPEC, verify_crc=False).batches(100))
@@ -408,17 +359,19 @@ def test_a_file_that_shrinks_during_a_first_pass_is_named_not_cut_short(
     seen = len(next(batches)["label"])
     with open(copy, "r+b") as fh:  # cut at a frame's start, past the pieces read ahead
         fh.truncate(at)
-    with pytest.raises(tn.CorruptRecordError, match="shrank"):
+    with pytest.raises(tn.FileChangedError, match="changed while it was read") as error:
         for batch in batches:
             seen += len(batch["label"])
     assert seen < 600  # not the 600 records left served as if they were the whole file
+    assert (error.value.size, error.value.expected) == (at, Path(path).stat().st_size)
+    assert f"it is now {format_count(at)} bytes" in str(error.value)  # not the read position
 
 
-def test_a_read_across_many_files_takes_the_long_way(tf, tf_write, tmp_path):
+def test_a_shuffled_read_across_many_files(tf, tf_write, tmp_path):
     rng = np.random.default_rng(3)
     x = rng.standard_normal((40, *SIDE), dtype=np.float32)
     paths = []
-    for k in range(files_module.MAPS_PER_READ + 4):  # two records a file
+    for k in range(20):  # two records a file
         payloads = [
             pw.simple_example({"label": (pw.INT64, [i]), "x": (pw.BYTES, [x[i].tobytes()])})
             for i in (2 * k, 2 * k + 1)
@@ -427,7 +380,6 @@ def test_a_read_across_many_files_takes_the_long_way(tf, tf_write, tmp_path):
     ds = tn.open(paths, SPEC)
     len(ds)
     got = list(ds.batches(64, shuffle=True, seed=2))
-    assert not ds._files._maps  # no map made: each holds a file descriptor while in flight
     labels = np.concatenate([b["label"] for b in got])
     assert sorted(labels.tolist()) == list(range(40))
     assert np.array_equal(np.concatenate([b["x"] for b in got]), x[labels])
@@ -441,16 +393,24 @@ def _indexed_copy(path, copy):
     return copy, ds
 
 
-def test_a_file_cut_short_after_it_was_mapped_raises_an_error_not_sigbus(tensors, tmp_path):
+def test_a_file_cut_short_after_it_was_indexed_is_named_with_its_size_now(tensors, tmp_path):
     copy, ds = _indexed_copy(tensors[0], tmp_path / "cut.tfrecord")
-    list(ds.batches(64, shuffle=True, seed=1))  # the file is mapped now
-    with open(copy, "r+b") as fh:  # cut to half while mapped
-        fh.truncate(copy.stat().st_size // 2)
-    with pytest.raises(tn.CorruptRecordError, match=r"cut\.tfrecord"):
+    size = copy.stat().st_size
+    list(ds.batches(64, shuffle=True, seed=1))
+    with open(copy, "r+b") as fh:
+        fh.truncate(size // 2)
+    with pytest.raises(tn.FileChangedError, match=r"cut\.tfrecord") as error:
         list(ds.batches(64, shuffle=True, seed=1))
+    assert (error.value.size, error.value.expected) == (size // 2, size)
+    assert error.value.record >= 0
+    offsets = ds._files.offsets
+    assert error.value.offset == offsets[error.value.record]  # a frame the index lists
+    with pytest.raises(tn.FileChangedError) as error:
+        ds[N - 1]
+    assert (error.value.record, error.value.offset) == (N - 1, offsets[N - 1])
 
 
-def test_a_stale_index_under_a_map_is_named(tensors, tmp_path):
+def test_a_stale_index_is_named(tensors, tmp_path):
     copy, ds = _indexed_copy(tensors[0], tmp_path / "stale.tfrecord")
     data = bytearray(copy.read_bytes())
     data[8] ^= 1  # the first length's CRC: the frame no longer checks where the index says

@@ -486,6 +486,31 @@ def test_a_flipped_byte_is_named_where_tensorflow_stops(tmp_path, kind, where):
 
 
 @pytest.mark.parametrize("where", [0.3, 0.5, 0.7])
+def test_a_damaged_shard_reads_by_position_up_to_its_damage(shards, tmp_path, kind, where):
+    """ds[j] / ds[[...]] before the damage give the records, as on a plain file; at and
+    past it, the damage (the count, and so negative positions, cannot be had)."""
+    path, good = _flipped(tmp_path, kind, where)
+    ds = tn.open(path, SPEC)
+    ids = list(range(0, good, 37)) + [good - 1]
+    assert as_lists(ds[ids]) == expect(ids)
+    assert [one(ds[i]) for i in ids[::5]] == [values(i) for i in ids[::5]]
+    plain = tn.open(shards["plain"], SPEC)
+    assert as_lists(ds[ids]) == as_lists(plain[ids])  # equal to the same records plain
+    with pytest.raises(tn.CorruptRecordError) as error:
+        ds[good]  # where TensorFlow stops: the record's own damage
+    assert (error.value.path, error.value.record) == (path, good)
+    for past in (N - 1, -1):  # past the stream's damage (its frames may walk past good)
+        with pytest.raises(tn.CorruptRecordError) as error:
+            ds[past]
+        assert error.value.path == path and error.value.record >= good
+    with pytest.raises(tn.CorruptRecordError):
+        ds[[0, N - 1]]
+    with pytest.raises(tn.CorruptRecordError):
+        len(ds)
+    assert not ds._files.indexed  # a pass does not read by position through a cut index
+
+
+@pytest.mark.parametrize("where", [0.3, 0.5, 0.7])
 def test_a_flipped_byte_skipped_by_position_as_streamed(tmp_path, kind, where):
     path, good = _flipped(tmp_path, kind, where)
     with warnings.catch_warnings():

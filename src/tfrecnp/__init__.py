@@ -28,6 +28,7 @@ _HOMES = {
     "read": "data.read",
     "CorruptRecordError": "errors",
     "CorruptRecordWarning": "errors",
+    "FileChangedError": "errors",
     "MemoryBudgetError": "errors",
     "RandomAccessError": "errors",
     "SchemaError": "errors",
@@ -77,6 +78,7 @@ __all__ = [
     "Dataset",
     "Decoder",
     "FixedLen",
+    "FileChangedError",
     "Image",
     "MemoryBudgetError",
     "Ragged",
@@ -155,6 +157,7 @@ if TYPE_CHECKING:  # what editors and type checkers see
         CorruptRecordWarning,
         MemoryBudgetError,
         RandomAccessError,
+        FileChangedError,
         SchemaError,
         TFRecordError,
     )

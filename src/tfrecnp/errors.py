@@ -3,11 +3,14 @@ failed, where (file, record, byte offset, feature), and what to do."""
 
 from __future__ import annotations
 
+import os
+
 from ._util.text import format_count
 
 __all__ = [
     "CorruptRecordError",
     "CorruptRecordWarning",
+    "FileChangedError",
     "ImageDecodeError",
     "MemoryBudgetError",
     "RandomAccessError",
@@ -29,15 +32,28 @@ class CorruptRecordError(TFRecordError, ValueError):
     """A record's framing or payload is damaged: CRC mismatch, truncation, bad length.
 
     Attributes: path, record (index of the record in its file), offset (byte offset of its
-    frame; in the decompressed stream for compressed files), reason.
+    frame; in the decompressed stream for compressed files), reason. Made from a message
+    alone (no path), as PyTorch's DataLoader raises a worker's error again, it keeps its
+    type and says what the message says.
     """
 
-    def __init__(self, reason: str, *, path: str, record: int, offset: int, hint: str = ""):
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | None = None,
+        record: int = -1,
+        offset: int = -1,
+        hint: str = "",
+    ):
         self.reason = reason
         self.path = path
         self.record = record
         self.offset = offset
         self.hint = hint
+        if path is None:  # a message alone: a PyTorch worker's error raised again, typed
+            super().__init__(reason)
+            return
         where = f"{path} record {record} (byte {format_count(offset)})"
         super().__init__(f"{reason} at {where}" + (f"; {hint}" if hint else ""))
 
@@ -50,6 +66,56 @@ class CorruptRecordError(TFRecordError, ValueError):
 
 def _rebuild_corrupt(cls: type, reason: str, fields: dict, hint: str) -> CorruptRecordError:
     return cls(reason, hint=hint, **fields)
+
+
+class FileChangedError(CorruptRecordError):
+    """A file changed while it was read (cut, rewritten in place, replaced): nothing past
+    the change is delivered. Attributes as CorruptRecordError's, plus size (the file's size
+    now, -1 when it is gone) and expected (its size when the pass began or it was indexed).
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | None = None,
+        record: int = -1,
+        offset: int = -1,
+        hint: str = "",
+        size: int = -1,
+        expected: int = -1,
+    ):
+        self.size = size
+        self.expected = expected
+        if path is not None and not hint:
+            hint = "read it again once it is written whole (write a new file and rename it over)"
+        super().__init__(reason, path=path, record=record, offset=offset, hint=hint)
+
+    def __reduce__(self) -> tuple:
+        fields = {"path": self.path, "record": self.record, "offset": self.offset}
+        fields |= {"size": self.size, "expected": self.expected}
+        return (_rebuild_corrupt, (type(self), self.reason, fields, self.hint), self.__dict__)
+
+
+def file_changed(
+    path: str, record: int, offset: int, expected: int, found: str = ""
+) -> FileChangedError:
+    """The error for file `path`, which had `expected` bytes when its pass began (or when
+    it was indexed) and changed since, met at record `record` (frame at byte `offset`;
+    `found`: what the read found there). The file's size now is looked up, so the message
+    tells where the file ends today."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = -1
+    now = "is gone" if size < 0 else f"is now {format_count(size)} bytes"
+    reason = (
+        f"the file changed while it was read ({found + ': ' if found else ''}it {now}, "
+        f"{format_count(expected)} when the pass began)"
+    )
+    return FileChangedError(
+        reason, path=path, record=record, offset=offset, size=size, expected=expected
+    )
 
 
 class ImageDecodeError(CorruptRecordError):

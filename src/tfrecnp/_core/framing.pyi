@@ -68,3 +68,6 @@ def gather_frames(
     check_crc: bool = True,
     stream: bool = False,
 ) -> tuple[int, int, int, int, int, int, int]: ...
+def pread_runs(
+    fd: int, offsets: Int64s, sizes: Int64s, out: NDArray[np.uint8], at: Int64s
+) -> tuple[int, int]: ...

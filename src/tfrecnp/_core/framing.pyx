@@ -20,7 +20,9 @@ reads by position) turns status codes into errors with file names and record num
 
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memcpy
+from libc.errno cimport EINTR, errno
+from libc.string cimport memcpy, strerror
+from posix.unistd cimport pread
 
 cdef extern from "crc32c.h":
     enum:  # the frame's geometry, named once for the core (format/frames.py for Python)
@@ -603,3 +605,46 @@ def gather_frames(const uint8_t[::1] buf, Py_ssize_t pos, Py_ssize_t want, uint8
         g.bad_pos,
         g.o if g.bad < 0 else g.offsets[g.bad],
     )
+
+
+def pread_runs(int fd, const int64_t[::1] offsets, const int64_t[::1] sizes,
+               uint8_t[::1] out, const int64_t[::1] at) -> tuple:
+    """Fill out[at[k] : at[k] + sizes[k]] from byte offsets[k] of the open file fd, for
+    every k in turn, with positioned reads (no file position, so threads may share fd)
+    and without the GIL: a pass reading records by position makes one call per piece,
+    not one Python call per run. Every run is checked to lie inside out first. Returns
+    (-1, 0) when every run was read whole, else (k, bytes read of run k) for the first
+    run the file ended in (it is shorter than the caller expected); a failed read raises
+    OSError."""
+    cdef Py_ssize_t n = offsets.shape[0], k, size = out.shape[0]
+    cdef int64_t got = 0, want
+    cdef ssize_t r
+    cdef int err = 0
+    cdef Py_ssize_t short = -1
+    if sizes.shape[0] != n or at.shape[0] != n:
+        raise ValueError("offsets, sizes and at must have one entry per run")
+    for k in range(n):
+        if sizes[k] < 0 or offsets[k] < 0 or at[k] < 0 or at[k] > size - sizes[k]:
+            raise ValueError(f"run {k} does not fit its buffer or the file")
+    with nogil:
+        for k in range(n):
+            got = 0
+            want = sizes[k]
+            while got < want:
+                r = pread(fd, &out[at[k] + got], want - got, offsets[k] + got)
+                if r < 0:
+                    if errno == EINTR:
+                        continue
+                    err = errno
+                    break
+                if r == 0:
+                    break
+                got += r
+            if err or got < want:
+                short = k
+                break
+    if err:
+        raise OSError(err, strerror(err).decode())
+    if short < 0:
+        return (-1, 0)
+    return (short, got)

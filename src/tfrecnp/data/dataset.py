@@ -172,8 +172,8 @@ class Dataset:
             )
         self.source.check_random_access("ds[...]")
         if isinstance(index, (int, np.integer)):
-            n = len(self)
             i = int(index)
+            n = self._len_for(i)
             if not -n <= i < n:
                 raise IndexError(f"record {i} out of range for a dataset of {n} records")
             return self.source.read_one(self._start + i % n)
@@ -185,7 +185,7 @@ class Dataset:
             ids = start + np.arange(a, b, step, dtype=np.int64)
             return self._as_batch(self.source.read_ids(ids, "ds[a:b:step]"))
         idx = np.asarray(index)
-        n = len(self)
+        n = self._len_for(int(idx.max()) if idx.size and idx.dtype.kind in "iu" else -1)
         if idx.dtype == bool:
             if idx.shape != (n,):
                 raise IndexError(f"boolean index of shape {idx.shape} for {n} records")
@@ -202,6 +202,23 @@ class Dataset:
             raise IndexError(f"record {bad} out of range for a dataset of {n} records")
         idx = np.where(idx < 0, idx + n, idx)
         return self._as_batch(self.source.read_ids(self._start + idx, "ds[[...]]"))
+
+    def _len_for(self, highest: int) -> int:
+        """len(self) for a read by position of records up to `highest`; where damage stops
+        the count (a damaged compressed stream), the records before it when `highest` lies
+        among them, as a positioned read reaches them; else the damage."""
+        try:
+            return len(self)
+        except CorruptRecordError:
+            readable = self.source.readable()
+            if readable is None:
+                raise
+            n = readable - self._start
+            if self._stop is not None:
+                n = min(n, self._stop - self._start)
+            if not 0 <= highest < n:
+                raise
+            return n
 
     def _as_batch(self, cols: Batch) -> Batch:
         """A block as a user's batch: tn.Raw columns of one size per record dense."""

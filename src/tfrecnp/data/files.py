@@ -24,8 +24,6 @@ from __future__ import annotations
 import bisect
 import builtins
 import contextlib
-import itertools
-import mmap
 import os
 import threading
 from collections import OrderedDict
@@ -39,22 +37,22 @@ from .._util import fs
 from .._util.offsets import offsets_of
 from .._util.spares import Spares
 from .._util.text import format_count
-from ..errors import SALVAGE_HINT, CorruptRecordError, RandomAccessError
+from ..errors import (
+    SALVAGE_HINT,
+    CorruptRecordError,
+    RandomAccessError,
+    file_changed,
+)
 from ..format import inflate_index
 from ..format.damage import DamagePolicy
 from ..format.frames import HEADER_BYTES, OVERHEAD_BYTES, length_crc_mismatch
 from ..format.index import RecordIndex
 from ..format.inflate_index import Checkpoints, Inflated, SpanCache
 from ..format.payloads import LOC_BITS, LOC_MASK, Origins, RecordBatch
-from ..format.reader import RecordReader, file_compression, scan_file
+from ..format.reader import RecordReader, file_compression, scan_file, scan_until_damage
 
 RUN_GAP = 4096  # read_rows reads records this close together (in bytes) in one read
 OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
-# The mapped pages of a dataset's files are dropped from its RSS (MADV_DONTNEED: the page
-# cache keeps them) each time about this many bytes have been touched through its maps.
-MAPPED_BYTES = 512 << 20
-FAULT_AROUND_BYTES = 64 << 10  # what a page fault may map around a record read at random
-MAPS_PER_READ = 16  # a read spanning more files is read the long way (a map holds an fd)
 REMOTE_SLACK = 32 << 20  # bytes a remote read by position may read beyond 3x what it needs
 
 
@@ -77,6 +75,9 @@ class Files:
         self._indexed = False
         self._file_index: list[tuple[np.ndarray, np.ndarray] | None] = [None] * len(paths)
         self._checkpoints: list[Checkpoints | None] = [None] * len(paths)  # compressed files
+        # the damage that ends a compressed file's index (damage raising): its records
+        # before it are indexed and read by position; counting past it raises it
+        self._cuts: dict[int, Exception] = {}
         self._fresh()
 
     # -- process state: a lock and open file handles, made anew after pickle and fork ----------
@@ -86,8 +87,6 @@ class Files:
         self._lock_ = threading.Lock()
         self._handles: OrderedDict[int, Any] = OrderedDict()
         self._busy: dict[int, int] = {}
-        self._maps: OrderedDict[int, tuple[mmap.mmap, np.ndarray]] = OrderedDict()  # `mapped`
-        self._mapped_bytes = 0  # touched through the maps since their pages were dropped
         self.spares = Spares()  # the read buffers of a pass, reused by the next
         self._inflated: dict[int, Inflated] = {}  # compressed files read by position
         self._spans = SpanCache()  # their decoded spans
@@ -102,8 +101,6 @@ class Files:
             "_lock_",
             "_handles",
             "_busy",
-            "_maps",
-            "_mapped_bytes",
             "spares",
             "_inflated",
             "_spans",
@@ -124,14 +121,10 @@ class Files:
 
     @contextlib.contextmanager
     def opened(self, f: int) -> Iterator[Any]:
-        """An open, unbuffered handle on file f for positioned reads. With os.preadv
-        (no file position) one handle per file is kept and shared by threads; past
-        OPEN_FILES, handles no thread is using are closed. Without preadv each read gets
-        its own handle. Remote files are read through `read_runs`, not handles."""
-        if _PREADV is None:
-            with builtins.open(self.paths[f], "rb", buffering=0) as fh:
-                yield fh
-            return
+        """An open, unbuffered handle on file f for positioned reads (`read_runs`: no file
+        position, so one handle per file is kept and shared by threads); past OPEN_FILES,
+        handles no thread is using are closed. Remote files are read through `read_runs`,
+        not handles."""
         fh = self.acquire(f)
         try:
             yield fh
@@ -140,7 +133,7 @@ class Files:
 
     def acquire(self, f: int) -> Any:
         """`opened` without the context manager (ds[i] reads a record in a few µs): the
-        kept handle of file f, marked busy until `release(f)`. Needs os.preadv."""
+        kept handle of file f, marked busy until `release(f)`."""
         with self._lock:
             handles, busy = self._handles, self._busy
             fh = handles.get(f)
@@ -154,53 +147,10 @@ class Files:
         return fh
 
     @property
-    def mappable(self) -> bool:
-        """Whether every file is local and uncompressed: read through maps (`mapped`)."""
+    def local_plain(self) -> bool:
+        """Whether every file is local and uncompressed: records picked by number are read
+        by the core's positioned reads, a call per piece (`read_runs`)."""
         return self.seekable and not self.remote
-
-    def mapped(self, f: int, taken: int = 0) -> np.ndarray | None:
-        """File f's bytes, a read-only array over a memory map of the file kept for later
-        calls (up to OPEN_FILES maps), or None: a URL, a compressed file, an empty one, no
-        map to be had. Big records are checked and decoded straight out of the page cache
-        through it, with no read into a buffer of ours (`mapped_rows`, `walked`). The
-        pages a pass touches count in RSS while mapped: they are the page cache, which the
-        kernel reclaims as it would the cache of a read. Reading a mapped page past the
-        end of a file that shrank would raise SIGBUS, not an error, so every call checks
-        the file's size first: a file now shorter than its map gets None (its records are
-        read the long way, which names what is missing). `taken`: the bytes the caller
-        will touch through it; past MAPPED_BYTES touched since the last time, maps larger
-        than that together drop their pages (MADV_DONTNEED: a later read faults them back
-        in from the page cache), so RSS stays bounded however large the files. A file
-        truncated by another process while a piece of it is being checked or decoded
-        still raises SIGBUS, as it would under np.memmap: rewrite files by renaming a new
-        one over them."""
-        if self.kinds[f] is not None or fs.is_url(self.paths[f]):
-            return None
-        with self._lock:
-            maps = self._maps
-            self._mapped_bytes += taken
-            if self._mapped_bytes > MAPPED_BYTES:  # RSS <= what was touched, and the maps
-                if sum(len(data) for _, data in maps.values()) > MAPPED_BYTES:
-                    for whole, _ in maps.values():
-                        _drop_pages(whole)
-                self._mapped_bytes = taken
-            kept = maps.get(f)
-            try:
-                if kept is not None and kept[0].size() < len(kept[1]):
-                    del maps[f]  # the file shrank (mmap.size() is the file's size now)
-                    return None
-                if kept is None:
-                    with builtins.open(self.paths[f], "rb") as fh:
-                        if not os.fstat(fh.fileno()).st_size:
-                            return None
-                        whole = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-                    kept = maps[f] = (whole, np.frombuffer(whole, np.uint8))
-                    while len(maps) > OPEN_FILES:
-                        maps.popitem(last=False)  # unmapped once no batch reads from it
-            except (OSError, ValueError):
-                return None
-            maps.move_to_end(f)
-            return kept[1]
 
     def reader(self, f: int | None = None) -> RecordReader:
         """A stream of file f (of every file when None), read with these files' options."""
@@ -224,7 +174,6 @@ class Files:
                 self._handles.popitem()[1].close()
             while self._inflated:
                 self._inflated.popitem()[1].close()
-            self._maps.clear()
         self.spares.clear()
         self._spans.clear()
 
@@ -303,7 +252,15 @@ class Files:
             if walked is not None:
                 return walked
         if self.damage.raises:  # a sidecar may stand in for the scan
-            index = scan_file(path, compression=kind)
+            try:
+                index = scan_file(path, compression=kind)
+            except CorruptRecordError:
+                if kind is None:
+                    raise
+                index, cut = scan_until_damage(path, kind)
+                if cut is None:  # it changed since: the walk's error stands
+                    raise
+                self._cuts[f] = cut
         else:
             index = next(RecordReader(path, compression=kind, damage=self.damage).indexes())
         if kind is not None and self.inflatable:  # counted to be read by position: before
@@ -343,9 +300,11 @@ class Files:
                     found = self._inflated[f] = Inflated(cp, self._spans)
         return found
 
-    def index(self) -> Files:
+    def index(self, upto_damage: bool = False) -> Files:
         """Index every file; then firsts (each file's first global record number), offsets
-        and lengths (global arrays) are set."""
+        and lengths (global arrays) are set. A damaged compressed stream is indexed up to
+        its damage, which is raised here unless upto_damage (reads of records before it:
+        `readable`)."""
         if not self._indexed:
             parts = [self.file_index(f) for f in range(len(self.paths))]
             with self._lock:
@@ -361,11 +320,21 @@ class Files:
                         a, b = int(self.firsts[f]), int(self.firsts[f + 1])
                         self._file_index[f] = (self.offsets[a:b], self.lengths[a:b])
                     self._indexed = True
+        if self._cuts and not upto_damage:
+            raise self._cuts[min(self._cuts)]
         return self
 
     @property
     def indexed(self) -> bool:
-        return self._indexed
+        """Whether every record is indexed (not so when damage cut a file's index short)."""
+        return self._indexed and not self._cuts
+
+    def readable(self) -> int | None:
+        """When damage cut the index short (`index`), the global number of records before
+        it, which reads by position may take (the records after it cannot be numbered);
+        else None."""
+        self.index(upto_damage=True)
+        return int(self.firsts[min(self._cuts) + 1]) if self._cuts else None
 
     @property
     def count(self) -> int:
@@ -386,6 +355,40 @@ class Files:
         known = self._file_index[f]
         offset = int(known[0][record]) if known is not None and record < len(known[0]) else -1
         return self.paths[f], record, offset
+
+    def cut_short(self, f: int, at: int) -> CorruptRecordError:
+        """The error for a read by position of file f that came up short at byte `at` (of
+        its decompressed stream, for a compressed file): the file is shorter than when it
+        was indexed. Names the record whose frame holds that byte."""
+        off, ln = self.file_index(f)
+        record = max(0, int(np.searchsorted(off, at, side="right")) - 1)
+        frame = int(off[record]) if len(off) else 0
+        path = self.paths[f]
+        if self.kinds[f] is None and not fs.is_url(path):
+            expected = int(off[-1] + ln[-1]) + OVERHEAD_BYTES if len(off) else 0
+            return file_changed(path, record, frame, expected)
+        stream = "file" if self.kinds[f] is None else "decompressed stream"
+        return CorruptRecordError(
+            f"the {stream} ends before byte {format_count(at)}, which its index lists",
+            path=path,
+            record=record,
+            offset=frame,
+            hint="the file changed after it was indexed; delete its .idx and open it again",
+        )
+
+    def indexed_size(self, f: int) -> int | None:
+        """The size local uncompressed file f had when it was indexed (the end of its last
+        frame), when its size now differs (it changed since); else None."""
+        path = self.paths[f]
+        if self.kinds[f] is not None or fs.is_url(path):
+            return None
+        off, ln = self.file_index(f)
+        expected = int(off[-1] + ln[-1]) + OVERHEAD_BYTES if len(off) else 0
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            size = -1
+        return None if size == expected else expected
 
     @property
     def on_error(self) -> str:
@@ -426,36 +429,7 @@ def _compressions(paths: list[str], compression: str | None) -> list[str | None]
         return list(pool.map(lambda p: file_compression(p, compression), paths))
 
 
-def read_at(fh, view: memoryview, offset: int) -> int:
-    """Read into view from byte `offset` of the open file fh: os.preadv where the system has
-    it (no file position, no copy), else seek + readinto (fh is never shared)."""
-    if _PREADV is not None:
-        return _PREADV(fh.fileno(), [view], offset)
-    fh.seek(offset)
-    return fh.readinto(view) or 0
-
-
-_PREADV = getattr(os, "preadv", None)
-
-
-def pread_into(fh, view: memoryview, offset: int, path: str) -> None:
-    got = 0
-    while got < len(view):
-        n = read_at(fh, view[got:], offset + got)
-        if n <= 0:
-            _short_read(path, offset + got, offset, len(view))
-        got += n
-
-
-def _short_read(path: str, end: int, offset: int, size: int) -> None:
-    raise CorruptRecordError(
-        f"the file ends at byte {format_count(end)}, before the "
-        f"{format_count(size)} bytes its index lists at byte {format_count(offset)}",
-        path=path,
-        record=-1,
-        offset=offset,
-        hint="the file changed after it was indexed; delete its .idx and open it again",
-    )
+_PREADV = getattr(os, "preadv", None)  # ds[i] reads its one frame with it
 
 
 def check_frames(files: Files, frames: RecordBatch) -> None:
@@ -472,7 +446,8 @@ def check_frames(files: Files, frames: RecordBatch) -> None:
     if got == n and not len(wrong):
         return
     k = int(wrong[0]) if len(wrong) else got
-    path, record, offset = files.place(int(frames.origins.locs[min(k, n - 1)]))
+    loc = int(frames.origins.locs[min(k, n - 1)])
+    path, record, offset = files.place(loc)
     if status == framing.BAD_LENGTH_CRC and k == got:
         reason = length_crc_mismatch(buf, pos)
     else:
@@ -483,6 +458,9 @@ def check_frames(files: Files, frames: RecordBatch) -> None:
             if found >= 0
             else "the frame at the indexed offset does not parse"
         )
+    expected = files.indexed_size(loc >> LOC_BITS)
+    if expected is not None:
+        raise file_changed(path, record, offset, expected, reason)
     raise CorruptRecordError(
         reason,
         path=path,
@@ -493,47 +471,49 @@ def check_frames(files: Files, frames: RecordBatch) -> None:
     )
 
 
-def _read_frames(files: Files, f: int, a: int, b: int, view: memoryview) -> np.ndarray:
-    """Read the frames of records a..b of file f back to back into view (exactly their
+def _read_frames(files: Files, f: int, a: int, b: int, buf: np.ndarray) -> np.ndarray:
+    """Read the frames of records a..b of file f back to back into buf (exactly their
     total size), one read per run of adjacent frames; returns the n + 1 frame starts in
-    view. The frames are adjacent unless on_error="skip" / "warn" indexed around damaged
+    buf. The frames are adjacent unless on_error="skip" / "warn" indexed around damaged
     bytes; those are never read (nor walked into by check_frames)."""
     off, ln = files.file_index(f)
     offsets, sizes = off[a:b], ln[a:b] + OVERHEAD_BYTES
     starts = offsets_of(sizes)
-    gaps = np.flatnonzero(offsets[:-1] + sizes[:-1] != offsets[1:]) + 1
-    cuts = [0, *gaps.tolist(), len(sizes)]
-    parts = [view[int(starts[lo]) : int(starts[hi])] for lo, hi in itertools.pairwise(cuts)]
-    read_runs(files, f, parts, [int(offsets[lo]) for lo in cuts[:-1]])
+    heads = np.flatnonzero(np.concatenate([[True], offsets[:-1] + sizes[:-1] != offsets[1:]]))
+    run_sizes = np.diff(starts[np.append(heads, len(sizes))])
+    read_runs(files, f, buf, starts[heads], run_sizes, offsets[heads])
     return starts
 
 
-def read_runs(files: Files, f: int, parts: list[memoryview], offsets: list[int]) -> None:
-    """Fill each view in `parts` from its byte offset in file f: positioned reads of a kept
-    handle, or, for a URL, one cat_ranges call for all of them (concurrent requests); for a
-    compressed file, offsets in its decompressed stream, read through its checkpoints."""
+def read_runs(
+    files: Files, f: int, buf: np.ndarray, at: np.ndarray, sizes: np.ndarray, offsets: np.ndarray
+) -> None:
+    """Fill buf[at[k] : at[k] + sizes[k]] from byte offsets[k] of file f, for every k: the
+    core's positioned reads of a kept handle, all in one call without the GIL; for a URL,
+    one cat_ranges call for all of them (concurrent requests); for a compressed file,
+    offsets in its decompressed stream, read through its checkpoints. A file shorter than
+    its index raises (`Files.cut_short`)."""
     path = files.paths[f]
-    if files.kinds[f] is not None:
-        inflated = files.inflated(f)
-        for part, offset in zip(parts, offsets, strict=True):
-            got = inflated.read_into(part, offset)
-            if got != len(part):
-                _short_read(path, offset + got, offset, len(part))
+    if files.kinds[f] is not None or fs.is_url(path):
+        runs = list(zip(at.tolist(), sizes.tolist(), offsets.tolist(), strict=True))
+        view = memoryview(buf)
+        if files.kinds[f] is not None:
+            inflated = files.inflated(f)
+            for a, n, offset in runs:
+                got = inflated.read_into(view[a : a + n], offset)
+                if got != n:
+                    raise files.cut_short(f, offset + got)
+        elif runs:
+            got = fs.read_ranges(path, offsets.tolist(), (offsets + sizes).tolist())
+            for (a, n, offset), data in zip(runs, got, strict=True):
+                if len(data) != n:
+                    raise files.cut_short(f, offset + len(data))
+                view[a : a + n] = data
         return
-    if fs.is_url(path):
-        if not parts:
-            return
-        stops = [o + len(p) for o, p in zip(offsets, parts, strict=True)]
-        got = fs.read_ranges(path, offsets, stops)
-        for part, data, offset in zip(parts, got, offsets, strict=True):
-            if len(data) != len(part):
-                _short_read(path, offset + len(data), offset, len(part))
-            part[:] = data
-        return
-    with files.opened(f) as fh:  # one read per run, in a tight loop
-        for part, offset in zip(parts, offsets, strict=True):
-            if read_at(fh, part, offset) != len(part):
-                pread_into(fh, part, offset, path)
+    with files.opened(f) as fh:
+        k, got = framing.pread_runs(fh.fileno(), offsets, sizes, buf, at)
+    if k >= 0:
+        raise files.cut_short(f, int(offsets[k]) + got)
 
 
 def in_frames(
@@ -550,7 +530,7 @@ def read_span(files: Files, f: int, a: int, b: int) -> RecordBatch:
     """Records a..b (numbers within file f), their frames laid back to back."""
     _, ln = files.file_index(f)
     buf = files.spares.empty(int(ln[a:b].sum()) + OVERHEAD_BYTES * (b - a))
-    starts = _read_frames(files, f, a, b, memoryview(buf))
+    starts = _read_frames(files, f, a, b, buf)
     locs = (f << LOC_BITS) + np.arange(a, b, dtype=np.int64)
     frames = in_frames(files, buf, starts[:-1], ln[a:b], locs)
     check_frames(files, frames)
@@ -580,27 +560,23 @@ def read_rows(files: Files, ids: np.ndarray) -> RecordBatch:
     every = _ranges(first, count)
     sizes = files.lengths[every] + OVERHEAD_BYTES
     buf = files.spares.empty(int(sizes.sum()))
-    view = memoryview(buf)
     starts = offsets_of(sizes)
     heads = np.cumsum(count) - count  # each run's first position in `every`
     offsets = files.offsets[every]
     inner = offsets[1:] != offsets[:-1] + sizes[:-1]  # index gaps (skip mode) inside runs
     inner[heads[1:] - 1] = False
-    gapped = set(np.searchsorted(heads, np.flatnonzero(inner), side="right") - 1)
-    run_files = files.locate(first).tolist()
-    run_offsets = offsets[heads].tolist()
-    bounds = [*starts[heads].tolist(), int(starts[-1])]
-    done = 0
-    for f, group in itertools.groupby(run_files):
-        end = done + len(list(group))
-        plain = [r for r in range(done, end) if r not in gapped]
-        parts = [view[bounds[r] : bounds[r + 1]] for r in plain]
-        read_runs(files, f, parts, [run_offsets[r] for r in plain])
-        for r in range(done, end):
-            if r in gapped:
-                a = int(first[r] - files.firsts[f])
-                _read_frames(files, f, a, a + int(count[r]), view[bounds[r] : bounds[r + 1]])
-        done = end
+    gapped = np.zeros(len(first), bool)
+    gapped[np.searchsorted(heads, np.flatnonzero(inner), side="right") - 1] = True
+    run_files = files.locate(first)
+    bounds = starts[np.append(heads, len(every))]
+    run_sizes = np.diff(bounds)
+    for f in np.unique(run_files).tolist():  # a call per file, every plain run of it at once
+        plain = np.flatnonzero((run_files == f) & ~gapped)
+        read_runs(files, f, buf, bounds[plain], run_sizes[plain], offsets[heads[plain]])
+    for r in np.flatnonzero(gapped).tolist():
+        f = int(run_files[r])
+        a = int(first[r] - files.firsts[f])
+        _read_frames(files, f, a, a + int(count[r]), buf[bounds[r] : bounds[r + 1]])
     whole = in_frames(files, buf, starts[:-1], sizes - OVERHEAD_BYTES, files.locs(every))
     check_frames(files, whole)
     pick = np.searchsorted(every, uniq)[inverse]
@@ -611,11 +587,7 @@ def read_rows(files: Files, ids: np.ndarray) -> RecordBatch:
 
 def verified_rows(files: Files, ids: np.ndarray) -> tuple[RecordBatch, CorruptRecordError | None]:
     """`read_rows`, payload CRCs checked: (the rows before the first that fails; the
-    error naming that record and its frame's offset in the file, or None). Records of
-    mapped files are left where they lie (`mapped_rows`) when every frame checks."""
-    mapped = mapped_rows(files, ids)
-    if mapped is not None:
-        return mapped, None
+    error naming that record and its frame's offset in the file, or None)."""
     rows = read_rows(files, ids)
     good, damage = rows.verify()
     if damage is None:
@@ -627,94 +599,6 @@ def verified_rows(files: Files, ids: np.ndarray) -> tuple[RecordBatch, CorruptRe
     return good, error
 
 
-def _drop_pages(whole: mmap.mmap) -> None:
-    """Drop a map's pages from this process (a shared file map's data stays in the page
-    cache, and a later read faults it back in); without madvise, nothing."""
-    advice = getattr(mmap, "MADV_DONTNEED", None)
-    if advice is not None:
-        whole.madvise(advice)
-
-
-def mapped_rows(files: Files, ids: np.ndarray) -> RecordBatch | None:
-    """The records with these global numbers (any order, duplicates allowed) as spans of
-    their files' maps (`Files.mapped`): each frame's header checked against the index and
-    its payload CRC checked (unless the files skip it), with no read and no copy. None
-    when a file has no map or any frame does not check: the caller reads the long way,
-    which names the damage."""
-    ids = np.asarray(ids, np.int64)
-    if not len(ids):
-        return None
-    which = files.locate(ids)
-    used = np.unique(which)
-    if len(used) > MAPS_PER_READ:
-        return None
-    at = np.searchsorted(used, which)  # each record's map
-    frames = files.offsets[ids]
-    lengths = files.lengths[ids]
-    touched = np.maximum(lengths + OVERHEAD_BYTES, FAULT_AROUND_BYTES)
-    taken = np.bincount(at, touched, minlength=len(used)).astype(np.int64).tolist()
-    maps = [files.mapped(int(f), n) for f, n in zip(used, taken, strict=True)]
-    if any(data is None for data in maps):
-        return None
-    for k, data in enumerate(maps):
-        mine = slice(None) if len(maps) == 1 else at == k
-        head, length = frames[mine], lengths[mine]
-        if int((head + length).max()) + OVERHEAD_BYTES > len(data):  # type: ignore[arg-type]
-            return None
-        stored = data[head[:, None] + np.arange(8)].view("<u8")[:, 0]  # type: ignore[index]
-        if (stored != length).any() or framing.check_payloads(data, head, head + 8) >= 0:
-            return None  # the length or its CRC (which follows it as a payload's does)
-        first = head + HEADER_BYTES
-        if files.verify_crc and framing.check_payloads(data, first, first + length) >= 0:
-            return None
-    starts = frames + HEADER_BYTES
-    origins = Origins(files.paths, files.locs(ids))
-    if len(maps) == 1:
-        return RecordBatch.spans(maps[0], starts, starts + lengths, origins)  # type: ignore[arg-type]
-    return RecordBatch.spans(maps, starts, starts + lengths, origins, which=at)  # type: ignore[arg-type]
-
-
-def walked(files: Files, count: int) -> Iterator[RecordBatch]:
-    """Every record of the files in order, `count` at a time (a file's last batch may be
-    short), as a stream's framed batches (payload CRCs left to `RecordBatch.verify`): out
-    of each file's map, its headers walked by the core (length CRCs checked), with no
-    read into a buffer of ours; a file with no map is streamed. A frame that does not
-    walk (a file cut short, a bad length CRC) is named by streaming its file, which
-    raises the reader's own error."""
-    starts = np.empty(count, np.int64)
-    lengths = np.empty(count, np.int64)
-    for f, path in enumerate(files.paths):
-        pos = record = 0
-        data = files.mapped(f)
-        if data is None:
-            yield from _streamed(files, f, count)
-            continue
-        while pos < len(data):
-            status, end, n, _ = framing.scan_frames(data, pos, len(data), starts, lengths)
-            if n:
-                locs = (f << LOC_BITS) | np.arange(record, record + n, dtype=np.int64)
-                yield in_frames(files, data, starts[:n], lengths[:n], locs)
-                record += n
-            taken, pos = end - pos, end
-            if status != framing.LIMIT and pos < len(data):
-                for _ in _streamed(files, f, count):  # the damage, named as a stream names it
-                    pass
-                reason = "the frame here did not walk, but the file read whole after"
-                raise _changed(reason, path, record, pos)
-            data = files.mapped(f, taken)
-            if data is None:
-                raise _changed("the file shrank while it was read", path, record, pos)
-
-
-def _changed(reason: str, path: str, record: int, offset: int) -> CorruptRecordError:
-    hint = "the file changed while it was read; read it again"
-    return CorruptRecordError(reason, path=path, record=record, offset=offset, hint=hint)
-
-
-def _streamed(files: Files, f: int, count: int) -> Iterator[RecordBatch]:
-    return files.reader(f).frame_batches(count, defer_crc=True)
-
-
 def read_one(files: Files, g: int) -> np.ndarray | None:
     """Record number g's frame, read with one positioned read and checked (length, both
     CRCs) in one core call: `ds[i]`'s short path. None when the frame does not check or
@@ -724,7 +608,8 @@ def read_one(files: Files, g: int) -> np.ndarray | None:
     offset, length = int(files.offsets[g]), int(files.lengths[g])
     buf = np.empty(length + OVERHEAD_BYTES, np.uint8)
     if files.remote or _PREADV is None or files.kinds[f] is not None:
-        read_runs(files, f, [memoryview(buf)], [offset])
+        one = np.array([0], np.int64)
+        read_runs(files, f, buf, one, one + len(buf), one + offset)
     else:
         fh = files.acquire(f)
         try:

@@ -49,7 +49,7 @@ from .blocks import (
     shuffle_records,
 )
 from .dataset import Batch, Dataset, _nbytes
-from .files import Files, mapped_rows, read_one, read_rows, read_span, verified_rows, walked
+from .files import Files, read_one, read_rows, read_span, verified_rows
 from .gather import gather, gather_range, rebatch
 from .source import IN_ORDER, Shuffle, Source
 
@@ -63,9 +63,10 @@ CYCLE_FILES = 8  # shuffle=N reads from up to this many files in turn
 CREW = 2  # small records in file order: two threads, each reading then decoding a block
 _BLOCK_SPARES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per source
 BIG_RECORD_BYTES = 4 << 10  # from here copies and CRCs weigh as much as decoding
-# Shuffled big records of files that cannot be mapped (URLs, compressed files) are drawn as
-# record numbers and read by position from this size (a read per record costs less than
-# passing the record through a pool in memory); mapped files' records are, from any size.
+# Shuffled big records of URLs and compressed files are drawn as record numbers and read by
+# position from this size (a read per record costs less than passing the record through a
+# pool in memory); local uncompressed files' records are, from any size (one core call
+# reads a piece's records: `files.read_runs`).
 PICKED_RECORD_BYTES = 32 << 10
 
 
@@ -234,12 +235,12 @@ class RecordSource(Source):
         self.files.require_seek(f"ds[{a}:{b}]")
         return self._decode(gather_range(self.files, a, b))
 
+    def readable(self) -> int | None:
+        return self.files.readable()
+
     def read_ids(self, ids: np.ndarray, what: str) -> Batch:
         self.files.require_seek(what)
-        self.files.index()
-        mapped = mapped_rows(self.files, ids) if self.files.damage.raises else None
-        if mapped is not None:
-            return self._decode(mapped)
+        self.files.index(upto_damage=True)  # the ids were checked against len or `readable`
         return self._decode(gather(self.files, [(read_rows(self.files, ids), None)]))
 
     # -- blocks -----------------------------------------------------------------------------
@@ -317,9 +318,9 @@ class RecordSource(Source):
         "pieces": big records in file order, read, checked and decoded by the crew a piece
         at a time (`_piece_blocks`); "picked": big records shuffled in indexed files, the
         crew taking each block's records by position (`_picked_blocks`: shuffle=True, and
-        shuffle=N in local uncompressed files, out of their maps, or else from
+        shuffle=N in local uncompressed files, indexed first, or else from
         PICKED_RECORD_BYTES); "crew": small records in file order (any damage policy), or
-        big ones of uncompressed files pooled in their frames, two threads each reading
+        big ones of uncompressed URLs pooled in their frames, two threads each reading
         then decoding a block (see CREW); "ahead": one thread reads, the caller's decodes."""
         mean = self.mean_record_bytes(start, stop)
         raises = self.files.damage.raises
@@ -329,11 +330,11 @@ class RecordSource(Source):
             return "ahead"
         if shuffle.kind == "none":
             return "pieces"
-        if shuffle.kind == "all":  # reads by position whichever way: index the files now
-            self.files.require_seek("batches(shuffle=True)")
+        local = self.files.local_plain
+        if shuffle.kind == "all" or local:  # read by position: index the files now (a pool
+            self.files.require_seek("batches(shuffle=True)")  # of numbers holds no records)
             self.files.index()
-        mapped = self.files.mappable
-        if self.by_position() and (shuffle.kind == "all" or mapped or mean >= PICKED_RECORD_BYTES):
+        if self.by_position() and (shuffle.kind == "all" or local or mean >= PICKED_RECORD_BYTES):
             return "picked"
         # pooled in their frames; compressed streams keep a reading thread of their own
         return "crew" if shuffle.kind == "buffer" and self.files.seekable else "ahead"
@@ -359,10 +360,7 @@ class RecordSource(Source):
                 return RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)), got
             if not isinstance(got, tuple):
                 return got.verify()
-            f, a, b = got  # a span: left in the file's map when every frame checks
-            first = int(self.files.firsts[f])
-            mapped = mapped_rows(self.files, np.arange(first + a, first + b))
-            return (mapped, None) if mapped is not None else self._frames_at(f, a, b).verify()
+            return self._frames_at(*got).verify()  # a span: (file, first, stop)
 
         def size(got: Any) -> int:  # a span's (file, first, stop), a RecordBatch, damage
             if isinstance(got, tuple):
@@ -384,8 +382,8 @@ class RecordSource(Source):
         """Shuffled blocks of big records in indexed files: the shuffle draws record
         numbers (shuffle=N through the pool as `_interleaved` would feed it records: the
         same order for a seed, and a pool of numbers, not of records), and the crew takes
-        each block's records by position (out of the files' maps, or read), checks and
-        decodes them a piece at a time."""
+        each block's records by position (`verified_rows`), checks and decodes them a
+        piece at a time."""
         rng = shuffle.rng()
         if shuffle.kind == "all":
             a, b = self.span(start, stop)
@@ -505,9 +503,6 @@ class RecordSource(Source):
         there, without a copy), and a file's last batch may be short."""
         files = self.files
         if self.whole(start, stop):  # a pass over everything needs no index: stream
-            if framed and files.mappable and files.damage.raises:
-                yield from files.learned(walked(files, batch_size))  # out of the files' maps
-                return  # (skipping damage needs the stream's resynchronising walk)
             reader = files.reader()
             if framed:  # a whole pass indexes the files it walks (Files.learned)
                 yield from files.learned(reader.frame_batches(batch_size, defer_crc=True))

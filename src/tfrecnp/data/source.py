@@ -150,6 +150,11 @@ class Source(ABC):
         cols = self.read_span(i, i + 1)
         return {name: col[0] for name, col in cols.items()}
 
+    def readable(self) -> int | None:
+        """Where damage stops `count` (it raises), the records before it, which reads by
+        position may take; None when count answers."""
+        return None
+
     def makes_ahead(self, start: int, stop: int | None, shuffle: Shuffle) -> bool:
         """Whether `blocks` makes its blocks in threads of its own when it may (ahead > 0),
         so that the Dataset need not put a thread between it and the caller."""

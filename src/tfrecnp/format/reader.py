@@ -31,7 +31,7 @@ from .._util import fs
 from .._util.sizing import records_per_batch
 from .._util.spares import Spares
 from .._util.text import format_count, format_size
-from ..errors import SALVAGE_HINT, CorruptRecordError
+from ..errors import SALVAGE_HINT, CorruptRecordError, file_changed
 from .compression import DecompressingReader, detect_compression, normalize_compression
 from .damage import DamagePolicy, OnError
 from .frames import (
@@ -141,6 +141,8 @@ class _Stream:
                 self.damage, got = e, 0  # reported when the bytes decoded before it run out
             if not got:
                 self.eof = True
+                if self.size is not None and self.base + self.end < self.size:
+                    raise _Shrank  # cut while read: its records past here are gone
             self.end += got
         if self.size is not None and self.end >= self.size - self.base:
             self.eof = True
@@ -571,69 +573,76 @@ def _walk_stream(
     sink: _BatchBuilder | _FrameBuilder | _Headers,
 ):
     record = 0
-    batch = None if isinstance(sink, _Headers) else sink
-    # a local header-only walk seeks over payloads; a remote one reads through (a request
-    # per seek would cost more than the bytes it saves)
-    seek_headers = batch is None and s.compression is None and not s.remote
-    s.fill(HEADER_BYTES)
-    while True:
-        if batch is None:
-            # header-only: frames are collected into the sink's arrays, no Python per frame
-            heads, k = sink, sink.filled
-            scan_limit = s.size - s.base if seek_headers else s.end
-            status, pos, n, length = framing.scan_frames(
-                s.view[: s.end], s.start, scan_limit, heads.starts[k:], heads.lengths[k:]
-            )
-            if n:
-                heads.add(n, s.base)
-        else:
-            status, pos, n, length, at = batch.gather(s, reader.verify_crc, record)
-            if batch.n == batch.size:
-                yield batch.take()
-            if at >= 0:
-                record += n
-                size = int.from_bytes(s.view[at : at + LENGTH_BYTES], "little")
-                reader._damage(payload_crc_mismatch(s.view, at, size), s, record, at)
-                record += 1  # its header checked: it was one record, the next is +1
+    try:
+        batch = None if isinstance(sink, _Headers) else sink
+        # a local header-only walk seeks over payloads; a remote one reads through (a request
+        # per seek would cost more than the bytes it saves)
+        seek_headers = batch is None and s.compression is None and not s.remote
+        s.fill(HEADER_BYTES)
+        while True:
+            if batch is None:
+                # header-only: frames are collected into the sink's arrays, no Python per frame
+                heads, k = sink, sink.filled
+                scan_limit = s.size - s.base if seek_headers else s.end
+                status, pos, n, length = framing.scan_frames(
+                    s.view[: s.end], s.start, scan_limit, heads.starts[k:], heads.lengths[k:]
+                )
+                if n:
+                    heads.add(n, s.base)
+            else:
+                status, pos, n, length, at = batch.gather(s, reader.verify_crc, record)
+                if batch.n == batch.size:
+                    yield batch.take()
+                if at >= 0:
+                    record += n
+                    size = int.from_bytes(s.view[at : at + LENGTH_BYTES], "little")
+                    reader._damage(payload_crc_mismatch(s.view, at, size), s, record, at)
+                    record += 1  # its header checked: it was one record, the next is +1
+                    continue
+            record += n
+            s.start = pos
+            if status == framing.LIMIT and pos <= s.end:  # else a header-only walk stepped past
                 continue
-        record += n
-        s.start = pos
-        if status == framing.LIMIT and pos <= s.end:  # else a header-only walk stepped past
-            continue
-        if status == framing.BAD_LENGTH_CRC:
-            reader._damage(length_crc_mismatch(s.view, pos), s, record, pos)
-            continue
-        # NEED_MORE: the frame at pos is not whole in the buffer.
-        if seek_headers and s.start >= s.end and s.base + s.start < s.size:
-            gap = s.start - s.end
-            s.jump(s.base + s.start)
-            s.fill(HEADER_BYTES, SEEK_READ_BYTES if gap >= SEEK_GAP else CHUNK_BYTES)
-            continue
-        need = HEADER_BYTES if length < 0 else length + OVERHEAD_BYTES
-        left = (s.size - s.base - s.start) if s.size is not None else None
-        if length > reader.max_record_bytes and (left is None or need <= left):
-            reason = (
-                f"length {format_count(length)} exceeds max_record_bytes "
-                f"({format_size(reader.max_record_bytes)}); if records this large are real, "
-                "pass a larger max_record_bytes"
-            )
-            reader._damage(reason, s, record, s.start)
-            continue
-        if left is not None and need > left:
-            if left == 0:
-                return
-            reader._damage(_short_reason(left, length), s, record, s.start)
-            continue
-        s.fill(need)
-        if s.end - s.start < need:
-            left = s.end - s.start
-            if s.damage is not None:  # nothing after it can be decoded: end the file here
-                reason = f"compressed stream is damaged ({s.damage})"
-                reader._damage(reason, s, record, s.start, skipped=left)
-                return
-            if left == 0:
-                return
-            reader._damage(_short_reason(left, length), s, record, s.start)
+            if status == framing.BAD_LENGTH_CRC:
+                reader._damage(length_crc_mismatch(s.view, pos), s, record, pos)
+                continue
+            # NEED_MORE: the frame at pos is not whole in the buffer.
+            if seek_headers and s.start >= s.end and s.base + s.start < s.size:
+                gap = s.start - s.end
+                s.jump(s.base + s.start)
+                s.fill(HEADER_BYTES, SEEK_READ_BYTES if gap >= SEEK_GAP else CHUNK_BYTES)
+                continue
+            need = HEADER_BYTES if length < 0 else length + OVERHEAD_BYTES
+            left = (s.size - s.base - s.start) if s.size is not None else None
+            if length > reader.max_record_bytes and (left is None or need <= left):
+                reason = (
+                    f"length {format_count(length)} exceeds max_record_bytes "
+                    f"({format_size(reader.max_record_bytes)}); if records this large are real, "
+                    "pass a larger max_record_bytes"
+                )
+                reader._damage(reason, s, record, s.start)
+                continue
+            if left is not None and need > left:
+                if left == 0:
+                    return
+                reader._damage(_short_reason(left, length), s, record, s.start)
+                continue
+            s.fill(need)
+            if s.end - s.start < need:
+                left = s.end - s.start
+                if s.damage is not None:  # nothing after it can be decoded: end the file here
+                    reason = f"compressed stream is damaged ({s.damage})"
+                    reader._damage(reason, s, record, s.start, skipped=left)
+                    return
+                if left == 0:
+                    return
+                reader._damage(_short_reason(left, length), s, record, s.start)
+    except _Shrank:  # the size at open told how much there was: none of it is silently lost
+        raise file_changed(s.path, record, s.base + s.start, s.size or 0) from None
+
+
+class _Shrank(Exception):
+    """A local file ended before the size it had when its stream opened."""
 
 
 def _resync(s: _Stream, pos: int, damaged_at: int) -> int:
@@ -696,6 +705,20 @@ def scan_file(
         if index is not None:
             return index
     return next(RecordReader(path, compression=compression).indexes())
+
+
+def scan_until_damage(path: str, compression: str | None) -> tuple[RecordIndex, Exception | None]:
+    """Where each record of one file lies, walked up to its first damage (no sidecar):
+    (the frames before it, the damage's CorruptRecordError or None when the file is whole).
+    A damaged compressed stream is read by position up to its damage this way."""
+    heads = _Headers(1 << 16)
+    damage = None
+    try:
+        for _ in RecordReader(path, compression=compression)._walk(path, heads):
+            pass
+    except CorruptRecordError as error:
+        damage = error
+    return RecordIndex(path, *heads.arrays()), damage
 
 
 def count_records(
