@@ -79,3 +79,25 @@ def test_an_image_error_pickles_with_its_rows_and_feature():
 def test_a_message_error_pickles(cls):
     back = _roundtrip(cls("why"))
     assert type(back) is cls and str(back) == "why"
+
+
+def test_a_message_never_names_a_negative_record():
+    error = errors.CorruptRecordError("stream ends early", path="a.gz", record=-1, offset=1000)
+    assert str(error) == "stream ends early at a.gz (byte 1 000)"
+    named = errors.CorruptRecordError("bad", path="a.tfrecord", record=3, offset=24)
+    assert str(named) == "bad at a.tfrecord record 3 (byte 24)"
+
+
+def test_a_file_changed_error_says_the_size_now_and_then_and_pickles(tmp_path):
+    path = tmp_path / "f.tfrecord"
+    path.write_bytes(b"x" * 100)
+    error = errors.file_changed(str(path), 7, 560, 4096, "the read came up short")
+    assert isinstance(error, errors.CorruptRecordError)
+    assert (error.size, error.expected, error.record, error.offset) == (100, 4096, 7, 560)
+    assert "it is now 100 bytes, 4 096 when the pass began" in str(error)
+    again = _roundtrip(error)
+    assert type(again) is errors.FileChangedError and str(again) == str(error)
+    assert (again.size, again.expected) == (100, 4096)
+    path.unlink()
+    assert "it is gone" in str(errors.file_changed(str(path), 0, 0, 4096))
+    assert str(errors.FileChangedError("a worker's message")) == "a worker's message"

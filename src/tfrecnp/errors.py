@@ -54,7 +54,8 @@ class CorruptRecordError(TFRecordError, ValueError):
         if path is None:  # a message alone: a PyTorch worker's error raised again, typed
             super().__init__(reason)
             return
-        where = f"{path} record {record} (byte {format_count(offset)})"
+        at = f"byte {format_count(offset)}"
+        where = f"{path} record {record} ({at})" if record >= 0 else f"{path} ({at})"
         super().__init__(f"{reason} at {where}" + (f"; {hint}" if hint else ""))
 
     def __reduce__(self) -> tuple:
