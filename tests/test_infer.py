@@ -69,7 +69,7 @@ def test_infer_gives_back_the_written_schema(mixed_file):
         "sometimes": tn.VarLen("float32"),
         "tokens": tn.VarLen("int64"),
         "vec": tn.FixedLen((4,), "float32"),
-        "words": tn.VarLen("bytes"),
+        "words": tn.Text(None),  # b"w": UTF-8 text (issue 35)
     }
 
 
@@ -177,8 +177,11 @@ def test_a_name_both_in_context_and_feature_lists_is_a_schema_error(tf, tmp_path
 def test_infer_samples_across_files(tf, tmp_path):
     a = write_examples(tf, tmp_path / "a.tfrecord", [{"x": ("int64", [1])}] * 5)
     b = write_examples(tf, tmp_path / "b.tfrecord", [{"x": ("int64", [1]), "y": ("bytes", [b"z"])}])
-    assert infer_spec([a, b]) == {"x": tn.FixedLen((), "int64"), "y": tn.VarLen("bytes")}
-    assert inspect(str(tmp_path)).features[1].notes == ["missing from 83% of records"]
+    assert infer_spec([a, b]) == {"x": tn.FixedLen((), "int64"), "y": tn.Text(None)}
+    assert inspect(str(tmp_path)).features[1].notes == [
+        "missing from 83% of records",
+        "UTF-8 text: read as str (tn.Bytes() keeps the bytes)",
+    ]
 
 
 def test_mixed_kinds_is_a_schema_error(tf, tmp_path):
@@ -350,7 +353,7 @@ def _proposed_raw(notes: list[str]) -> tn.Raw | None:
 
 
 def test_names_of_one_length_are_text_not_raw_bytes(tf, tmp_path):
-    """UTF-8 file names that share a byte length are read as tn.Bytes(), with no raw hint,
+    """UTF-8 file names that share a byte length are read as tn.Text(), with no raw hint,
     even where the 16 bytes the survey keeps end inside a character."""
     names = [f"Zürich/Bahnhofö_{i:03d}.jpg".encode() for i in range(40)]
     assert len({len(n) for n in names}) == 1
@@ -360,9 +363,9 @@ def test_names_of_one_length_are_text_not_raw_bytes(tf, tmp_path):
         tf, tmp_path / "names.tfrecord", [{"name": ("bytes", [n])} for n in names]
     )
     report = inspect(path)
-    assert report.spec == {"name": tn.Bytes()}
+    assert report.spec == {"name": tn.Text()}
     assert _proposed_raw(report.features[0].notes) is None, report.features[0].notes
-    assert tn.read(path, report.spec)["name"].to_list() == names
+    assert tn.read(path, report.spec)["name"].tolist() == [n.decode() for n in names]
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ def _inspect_json(path, capsys) -> str:
 def test_inspect_json_is_taken_as_is_by_open(raw_file, capsys):
     path, _ = raw_file
     text = _inspect_json(path, capsys)
-    want = {"id": tn.Bytes(), "label": tn.FixedLen((), "int64"), "x": tn.Bytes()}
+    want = {"id": tn.Text(), "label": tn.FixedLen((), "int64"), "x": tn.Bytes()}
     assert tn.open(path, spec=json.loads(text)).spec == want  # the parsed JSON, as-is
     assert tn.open(path, spec=text).spec == want
 

@@ -236,7 +236,7 @@ def test_json_accepts_a_bare_mapping_and_rejects_unknown_types():
         tn.spec_from_json('{"x": {"type": "Sparse"}}')
     assert str(e.value) == (
         "not a feature spec: {'type': 'Sparse'} (expected a dict with type one of FixedLen, "
-        "Image, Raw, TfdsFloatImage, TfdsFrames, TfdsNestedFrames, TfdsShapedTensor, "
+        "Image, Raw, Text, TfdsFloatImage, TfdsFrames, TfdsNestedFrames, TfdsShapedTensor, "
         "TfdsTensorList, TfdsUint64, TfdsZlibTensor, VarLen)"
     )
     with pytest.raises(ValueError, match="lacks 'dtype'"):

@@ -48,7 +48,7 @@ def _check_batch(batch, cols):
     values = batch["tokens"].numpy()
     for k, r in enumerate(rows):
         np.testing.assert_array_equal(values[offsets[k] : offsets[k + 1]], cols["tokens"][r])
-    assert batch["id"] == [cols["id"][r] for r in rows]
+    assert batch["id"] == [cols["id"][r].decode() for r in rows]  # inferred as tn.Text
     assert type(batch) is dict and sorted(batch) == ["id", "label", "tokens", "tokens_offsets", "x"]
 
 

@@ -47,6 +47,7 @@ _HOMES = {
     "spec_from_json": "example.spec",
     "spec_from_tf": "example.spec",
     "spec_to_json": "example.spec",
+    "Text": "example.text",
     "WriteResult": "example.write",
     "Writer": "example.write",
     "write": "example.write",
@@ -77,8 +78,8 @@ __all__ = [
     "CorruptRecordWarning",
     "Dataset",
     "Decoder",
-    "FixedLen",
     "FileChangedError",
+    "FixedLen",
     "Image",
     "MemoryBudgetError",
     "Ragged",
@@ -89,6 +90,7 @@ __all__ = [
     "SchemaError",
     "Sequence",
     "TFRecordError",
+    "Text",
     "VarLen",
     "WriteResult",
     "Writer",
@@ -155,9 +157,9 @@ if TYPE_CHECKING:  # what editors and type checkers see
     from .errors import (
         CorruptRecordError,
         CorruptRecordWarning,
+        FileChangedError,
         MemoryBudgetError,
         RandomAccessError,
-        FileChangedError,
         SchemaError,
         TFRecordError,
     )
@@ -175,6 +177,7 @@ if TYPE_CHECKING:  # what editors and type checkers see
         spec_from_tf,
         spec_to_json,
     )
+    from .example.text import Text
     from .example.write import Writer, WriteResult, write
     from .format.reader import RecordReader, count_records, iter_records
     from .format.verify import verify

@@ -454,6 +454,9 @@ class Dataset:
         # Whole blocks made Arrow, then cut to batch_size rows: Python work per block.
         blocks = self._blocks(self._block_records())
         batches: Iterable[Batch] = (self._as_batch(b.cols) for b in blocks)
+        if text is not True:  # tn.Text features are strings, even in a stream of no rows
+            spec = self.spec.context if isinstance(self.spec, Sequence) else self.spec
+            text = (*(text or ()), *(n for n, f in spec.items() if f.type_name == "Text"))
         return arrow_reader(batches, self.source.empty, text=text, batch_size=batch_size)
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:

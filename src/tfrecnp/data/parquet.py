@@ -37,7 +37,8 @@ from ..errors import SchemaError
 from ..example.arrow import from_arrow, pyarrow, spec_of_arrow
 from ..example.columns import concat_columns, take_column
 from ..example.padding import feature_names
-from ..example.spec import FixedLen
+from ..example.spec import FixedLen, VarLen
+from ..example.text import Text
 from ..format.payloads import Origins
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, _nbytes
@@ -410,6 +411,9 @@ def _given(inferred: dict, spec: Any, path: Any) -> dict:
     out = dict(inferred)
     for name, given in spec.items():
         have = inferred[name]
+        if isinstance(given, Text) or isinstance(have, Text):
+            out[name] = _text_given(name, given, have, path)
+            continue
         if not isinstance(given, FixedLen):
             continue
         same_kind = (given.dtype == "bytes") == (have.dtype == "bytes")
@@ -427,6 +431,24 @@ def _given(inferred: dict, spec: Any, path: Any) -> dict:
         default = None if given.default is None else given.default.tolist()
         out[name] = FixedLen(given.shape, have.dtype, default)
     return out
+
+
+def _text_given(name: str, given: Any, have: Any, path: Any) -> Any:
+    """What a string or binary column reads as: tn.Text asked of binary (its UTF-8 checked
+    as read), tn.Bytes() asked of a string column (its UTF-8 bytes); other kinds refused.
+    Shapes are checked as rows are read (`from_arrow`)."""
+
+    def dtype(f: Any) -> Any:
+        return getattr(f.decode_as() if isinstance(f, Text) else f, "dtype", None)
+
+    if not isinstance(given, (Text, FixedLen, VarLen)):
+        return have
+    if dtype(given) != "bytes" or dtype(have) != "bytes":
+        raise SchemaError(
+            f"spec gives column {name!r} as {given.spell()}, but {path} holds it as "
+            f"{have.spell()}; give it as that kind"
+        )
+    return given
 
 
 # --- writing -------------------------------------------------------------------------------

@@ -9,7 +9,9 @@ The mapping (tfrecnp column -> Arrow type; `from_arrow` reads each back):
   lists of lists);
 - BytesColumn -> ``large_binary`` (int64 offsets + data), or ``large_string`` for the
   features named in ``text=`` (checked to be UTF-8);
-- ndarrays of bytes (FixedLen bytes with a shape) -> fixed-size lists of binary.
+- ndarrays of bytes (FixedLen bytes with a shape) -> fixed-size lists of binary;
+- tn.Text columns (ndarrays of str) -> ``large_string`` (fixed-size lists / large lists of
+  it); back, ``string`` / ``large_string`` / ``string_view`` read as tn.Text (`spec_of_arrow`).
 
 Zero-copy where Arrow's layout is NumPy's: numbers, fixed-size lists of numbers, Ragged
 offsets and values, bytes data and offsets are wrapped, not copied (the Arrow buffers keep
@@ -40,6 +42,7 @@ from .arrow_nulls import NullError, fill_row_nulls, fill_value_nulls, null_messa
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from .image import Image
 from .spec import FixedLen, Raw, VarLen
+from .text import Text, as_text
 
 __all__ = [
     "arrow_type",
@@ -115,6 +118,16 @@ def to_arrow_array(col: Any, *, name: str = "", text: bool = False) -> Any:
                 ) from None
         return arr
     arr = np.asarray(col)
+    if arr.dtype.kind in "UT" or (
+        arr.dtype.hasobject and arr.size and isinstance(arr.flat[0], str)
+    ):
+        try:  # str values (tn.Text): Arrow encodes them itself, no loop here
+            flat = pa.array(arr.reshape(-1).astype(object), pa.large_string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            flat = None  # str mixed with bytes: the long way, checked as UTF-8
+        if flat is not None:
+            return _fixed_lists(flat, arr.shape)
+        text = True
     if arr.dtype.hasobject or arr.dtype.kind in "SU":
         flat = BytesColumn.from_list(arr.reshape(-1).tolist())
         out = to_arrow_array(flat, name=name, text=text)
@@ -179,7 +192,8 @@ def from_arrow(
     for name, column in zip(table.column_names, table.columns, strict=True):
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        feature = features.get(name)
+        text = features.get(name)
+        feature = text.decode_as() if isinstance(text, Text) else text  # text: read as bytes
         try:
             col = column_from_arrow(column, feature)
         except NullError as error:
@@ -190,6 +204,8 @@ def from_arrow(
         if isinstance(col, Ragged) and isinstance(feature, (FixedLen, Raw)):
             shape = feature.shape if isinstance(feature, FixedLen) else feature.row_shape
             col = _dense_rows(name, col, shape, where)
+        if isinstance(text, Text):  # then its bytes as str, a batch at a time
+            col = as_text(col, errors=text.errors, name=name, where=where)
         out[name] = col
     return out
 
@@ -459,6 +475,8 @@ def _feature_of(kind: Any) -> Any:
         inner = _feature_of(kind.value_type)
         if isinstance(inner, FixedLen):
             return VarLen(inner.dtype, inner.shape)
+        if isinstance(inner, Text) and not inner.ragged:
+            return Text((-1, *inner.shape))
         raise _Refused(
             f"has Arrow type {kind}: lists of lists (ragged inside ragged) have no Example "
             "feature; write it with tn.write(..., sequence=[name]) as a SequenceExample, or "
@@ -468,14 +486,15 @@ def _feature_of(kind: Any) -> Any:
         inner = _feature_of(kind.value_type)
         if isinstance(inner, FixedLen):
             return FixedLen((kind.list_size, *inner.shape), inner.dtype)
+        if isinstance(inner, Text) and not inner.ragged:
+            return Text((kind.list_size, *inner.shape))
         raise _Refused(f"has Arrow type {kind}: a fixed-size list of variable lists")
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+        return Text()
     if (
         pa.types.is_binary(kind)
         or pa.types.is_large_binary(kind)
-        or pa.types.is_string(kind)
-        or pa.types.is_large_string(kind)
         or pa.types.is_binary_view(kind)
-        or pa.types.is_string_view(kind)
         or pa.types.is_fixed_size_binary(kind)
     ):
         return FixedLen((), "bytes")
@@ -499,6 +518,8 @@ def arrow_type(feature: Any, *, text: bool = False) -> Any:
         base = pa.from_numpy_dtype(np.dtype(feature.dtype))
     elif isinstance(feature, Raw):
         return None
+    elif isinstance(feature, Text):
+        return arrow_type(feature.decode_as(), text=True)
     elif isinstance(feature, (FixedLen, VarLen)):
         if feature.dtype == "bytes":
             base = pa.large_string() if text else pa.large_binary()

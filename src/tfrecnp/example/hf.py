@@ -10,7 +10,8 @@ Features -> spec (what `tn.write` writes an HF dataset as, and reads it back wit
 HF feature                         spec / column
 =================================  ============================================
 Value (ints, floats, bool)         FixedLen((), dtype)
-Value("string" / "binary")         bytes (tn.Bytes)
+Value("string" / "large_string")   tn.Text() (str)
+Value("binary" / "large_binary")   bytes (tn.Bytes)
 ClassLabel                         FixedLen((), "int64") (the names are not kept)
 Image                              its encoded bytes, read back with tn.Image()
 List / Sequence / LargeList        VarLen(dtype), or FixedLen((k,)) with a length
@@ -22,9 +23,10 @@ Translation, TranslationVariableLanguages, nested dicts of features, lists of li
 
 spec -> Features (`features_of_spec`, for `Dataset.to_hf`): FixedLen of 2..5 axes ->
 ArrayND, of one axis -> List(length=k), scalars -> Value, bytes -> Value("large_binary")
-(or "large_string" for text), VarLen -> LargeList, tn.Image with size= -> Array3D of its
-pixels; without size= (its images have no one shape) -> Image(mode= its channels) holding
-the records' encoded bytes, which HF decodes with Pillow when read.
+(or "large_string" for tn.Text and the features named in text=), VarLen -> LargeList,
+tn.Image with size= -> Array3D of its pixels; without size= (its images have no one
+shape) -> Image(mode= its channels) holding the records' encoded bytes, which HF decodes
+with Pillow when read.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from .arrow import from_arrow
 from .columns import Ragged
 from .image import Image
 from .spec import FixedLen, Raw, VarLen
+from .text import Text
 
 __all__ = [
     "encoded_images",
@@ -83,6 +86,8 @@ def features_of_spec(
 
 
 def _hf_feature(hf: Any, name: str, feature: Any, text: bool) -> Any:
+    if isinstance(feature, Text):  # its bytes' layout, as strings
+        return _hf_feature(hf, name, feature.decode_as(), True)
     if isinstance(feature, Image):
         if feature.size is None:
             if feature.dtype != "uint8":
@@ -182,7 +187,9 @@ def _spec_feature(name: str, f: Any) -> Any:
     kind = type(f).__name__
     if kind == "Value":
         dtype = str(f.dtype)
-        if dtype in ("string", "large_string", "binary", "large_binary"):
+        if dtype in ("string", "large_string"):
+            return Text()
+        if dtype in ("binary", "large_binary"):
             return FixedLen((), "bytes")
         try:
             return FixedLen((), np.dtype(dtype).name)
@@ -199,6 +206,8 @@ def _spec_feature(name: str, f: Any) -> Any:
             return FixedLen((length, *inner.shape), inner.dtype)
         if isinstance(inner, FixedLen):
             return VarLen(inner.dtype, inner.shape)
+        if isinstance(inner, Text) and not inner.ragged:  # lists of strings
+            return Text((length if length not in (None, -1) else -1, *inner.shape))
         raise SchemaError(_refused(name, f, "a list of variable lists"))
     if kind.startswith("Array") and kind.endswith("D"):
         shape = tuple(f.shape)

@@ -8,6 +8,10 @@ Rules (per feature name, over the sampled records):
   else (c,), dtype)``; otherwise ``VarLen(dtype)`` (a missing VarLen is an empty row, so
   nothing is lost);
 - in SequenceExample feature lists, c is the value count of each step;
+- bytes features (of an Example or a SequenceExample's context) whose every sampled value
+  is UTF-8 that looks like text (no control characters but tab and line breaks, nearly all
+  printable: captions, names, file names) are proposed as ``tn.Text`` (str); images, raw
+  array bytes and other binary never are (JPEG and PNG are not even UTF-8);
 - notes flag what a spec cannot say alone: features missing from some records, bytes that
   begin with JPEG or PNG magic (images), and single bytes values all of one length that are
   not text (perhaps an array's raw bytes: ``tn.Raw(dtype, shape)``, float32 when they read
@@ -47,6 +51,7 @@ from .spec import (
     VarLen,
 )
 from .survey import Survey, survey
+from .text import Text, looks_like_text
 
 __all__ = ["FeatureStats", "Inspection", "infer_spec", "inspect"]
 
@@ -234,6 +239,31 @@ def _note_raw_steps(stats: FeatureStats, s: Survey, rows: np.ndarray, firsts, ba
     )
 
 
+def _propose_text(stats: list[FeatureStats], batch: RecordBatch) -> None:
+    """Bytes features whose sampled values all look like text become tn.Text: the sample's
+    values are decoded whole (the survey keeps only each one's leading bytes) and checked."""
+    candidates = {
+        f.name: f
+        for f in stats
+        if not f.sequence
+        and (f.feature == VarLen("bytes") or _bytes_fixed(f.feature))
+        and not any("images" in note for note in f.notes)
+    }
+    if not candidates:
+        return
+    columns = Decoder({n: VarLen("bytes") for n in candidates}).decode(batch)
+    for name, f in candidates.items():
+        if looks_like_text(columns[name].values):
+            fixed = isinstance(f.feature, FixedLen)
+            f.feature = Text(f.feature.shape if fixed else None)
+            f.notes = [n for n in f.notes if "raw array bytes" not in n]
+            f.notes.append("UTF-8 text: read as str (tn.Bytes() keeps the bytes)")
+
+
+def _bytes_fixed(f: Feature | None) -> bool:
+    return isinstance(f, FixedLen) and f.dtype == "bytes"
+
+
 BOX_NAMES = ("bbox", "box")  # float lists named like these, of lengths 4k, are boxes
 
 
@@ -259,6 +289,7 @@ def _survey_stats(batch: RecordBatch, where: str) -> tuple[list[FeatureStats], S
     for f, rows in zip(stats, groups, strict=True):
         if f.sequence:
             _note_raw_steps(f, s, rows, firsts, batch)
+    _propose_text(stats, batch.slice(0, s.records))
     stats.sort(key=lambda f: (f.sequence, f.name))
     context = {f.name: f.feature for f in stats if not f.sequence and f.feature is not None}
     sequence = {f.name: f.feature for f in stats if f.sequence and f.feature is not None}

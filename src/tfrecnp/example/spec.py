@@ -678,6 +678,7 @@ def register_feature_type(cls: type[Feature]) -> type[Feature]:
 # name, so this module does not import them).
 LAZY_FEATURE_TYPES = {
     "Image": "tfrecnp.example.image",
+    "Text": "tfrecnp.example.text",
     "TfdsZlibTensor": "tfrecnp.example.tfds_features",
     "TfdsFrames": "tfrecnp.example.tfds_features",
     # TFDS features added by issue 25's second pass (tfds_features owner)

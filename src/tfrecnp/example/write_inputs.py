@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -29,6 +29,7 @@ from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged, check_lengths
 from .image import Image
 from .image_codecs import encode_images
 from .spec import FixedLen, Raw, VarLen
+from .text import Text
 from .write_sequence import SequenceColumn
 
 __all__ = [
@@ -59,11 +60,13 @@ _BYTES_TYPES = (bytes, bytearray, memoryview, np.bytes_, str, np.str_)
 class Written:
     """How a feature is written: form "fixed" (shape per record), "varlen" (shape = inner
     shape), "raw" (shape of the array in each bytes value) or "image" (shape = (channels,));
-    dtype a NumPy name or "bytes". `spec()` is the feature that reads it back."""
+    dtype a NumPy name or "bytes"; text: bytes written from str (read back as tn.Text).
+    `spec()` is the feature that reads it back."""
 
     form: str
     dtype: str
     shape: tuple[int, ...]
+    text: bool = False
 
     @property
     def wire(self) -> str:
@@ -74,6 +77,8 @@ class Written:
     def spec(self):
         if self.form == "image":
             return Image(self.shape[0])
+        if self.text and self.form in ("fixed", "varlen"):
+            return Text(self.shape if self.form == "fixed" else (-1, *self.shape))
         if self.form == "fixed":
             return FixedLen(self.shape, self.dtype)
         if self.form == "varlen":
@@ -84,6 +89,8 @@ class Written:
         """The description covering records written as self and as other (a later batch)."""
         if other == self:
             return self
+        if other.text != self.text:  # str in one batch, bytes in another: bytes
+            return replace(self, text=False).merge(replace(other, text=False), name)
         if other.wire != self.wire or (other.form in ("raw", "image")) != (
             self.form in ("raw", "image")
         ):
@@ -111,9 +118,9 @@ class Written:
             if self.wire == "int64_list" and np.dtype(dtype).kind == "f":
                 dtype = "int64"  # int64 + uint64 promote to float64 in NumPy
         if self.form == other.form == "fixed" and self.shape == other.shape:
-            return Written("fixed", dtype, self.shape)
+            return Written("fixed", dtype, self.shape, self.text)
         a, b = self._inner(), other._inner()
-        return Written("varlen", dtype, a if a == b and dtype != "bytes" else ())
+        return Written("varlen", dtype, a if a == b and dtype != "bytes" else (), self.text)
 
     def _inner(self) -> tuple[int, ...]:
         return self.shape if self.form == "varlen" else self.shape[1:]
@@ -261,7 +268,7 @@ class _ArrayColumn(InputColumn):
                     f"feature {name!r} holds bytes or str; encoding='raw' applies to numeric "
                     "columns (bytes are written as bytes_list already)"
                 )
-            self.desc = Written("fixed", "bytes", self.shape)
+            self.desc = Written("fixed", "bytes", self.shape, _holds_str(arr))
             self.row_bytes = self.size * (dtype.itemsize if dtype.kind in "SU" else 64)
         elif dtype.kind in "biuf" or (raw and dtype.kind == "c"):
             if raw:
@@ -372,7 +379,7 @@ class _RaggedColumn(InputColumn):
                     raise SchemaError(
                         f"feature {name!r}: Ragged bytes values must be 1-D, not {values.shape}"
                     )
-                self.desc = Written("varlen", "bytes", ())
+                self.desc = Written("varlen", "bytes", (), _holds_str(values))
             elif dtype.kind in "biuf":
                 self.mode = "numeric"
                 if math.prod(self.inner) == 0:
@@ -408,6 +415,17 @@ class _RaggedColumn(InputColumn):
     def release(self, a: int, b: int) -> None:
         if self._release_values is not None:
             self._release_values(int(self.splits[a]), int(self.splits[b]))
+
+
+def _holds_str(arr: Any) -> bool:
+    """Whether a bytes-like column holds str (NumPy str, or an object array whose first
+    value is str): written as UTF-8, read back as tn.Text."""
+    kind = np.dtype(arr.dtype).kind
+    if kind in "UT":
+        return True
+    if kind != "O" or not getattr(arr, "size", 0) or not isinstance(arr, np.ndarray):
+        return False
+    return isinstance(arr.reshape(-1)[0], str)
 
 
 def _column(name: Any, col: Any, raw: bool) -> InputColumn:
