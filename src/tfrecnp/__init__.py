@@ -45,7 +45,9 @@ _HOMES = {
     "Sequence": "example.spec",
     "VarLen": "example.spec",
     "spec_from_json": "example.spec",
-    "spec_from_tf": "example.spec",
+    "spec_from_tf": "example.tf_spec",
+    "spec_from_schema": "example.tfx_schema",
+    "spec_to_schema": "example.tfx_schema",
     "spec_to_json": "example.spec",
     "Text": "example.text",
     "WriteResult": "example.write",
@@ -105,8 +107,10 @@ __all__ = [
     "open",
     "read",
     "spec_from_json",
+    "spec_from_schema",
     "spec_from_tf",
     "spec_to_json",
+    "spec_to_schema",
     "torch_collate",
     "verify",
     "write",
@@ -174,10 +178,11 @@ if TYPE_CHECKING:  # what editors and type checkers see
         Sequence,
         VarLen,
         spec_from_json,
-        spec_from_tf,
         spec_to_json,
     )
     from .example.text import Text
+    from .example.tf_spec import spec_from_tf
+    from .example.tfx_schema import spec_from_schema, spec_to_schema
     from .example.write import Writer, WriteResult, write
     from .format.reader import RecordReader, count_records, iter_records
     from .format.verify import verify

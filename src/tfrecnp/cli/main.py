@@ -558,7 +558,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--spec",
         metavar="FILE",
-        help="spec file for TFRecord sources (from `tfrecnp inspect --json`; default: inferred)",
+        help="spec file for TFRecord sources (from `tfrecnp inspect --json`, or a TFX "
+        "schema.pbtxt; default: inferred)",
     )
     p.add_argument(
         "--select",
@@ -652,7 +653,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-n", type=_at_least_one, default=5, help="records to print (default: %(default)s)"
     )
-    p.add_argument("--spec", metavar="FILE", help="spec file to decode with")
+    p.add_argument(
+        "--spec", metavar="FILE", help="spec file to decode with (or a TFX schema.pbtxt)"
+    )
     p.set_defaults(run=cmd_head)
 
     p = sub.add_parser(
@@ -685,7 +688,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--batch-size 32 --shuffle 10000",
     )
     _add_common(p)
-    p.add_argument("--spec", metavar="FILE", help="spec file (default: inferred from the files)")
+    p.add_argument(
+        "--spec",
+        metavar="FILE",
+        help="spec file, or a TFX schema.pbtxt (default: inferred from the files)",
+    )
     p.add_argument("--select", metavar="A,B", help="read only these features (comma-separated)")
     p.add_argument(
         "--batch-size", type=_at_least_one, default=32, metavar="N", help="default: %(default)s"

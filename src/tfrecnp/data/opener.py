@@ -15,6 +15,7 @@ from ..arrays.sources import array_format
 from ..example.columns import BytesColumn, Ragged
 from ..example.infer import infer_spec
 from ..example.spec import as_spec, spec_from_json
+from ..example.tfx_schema import is_schema, spec_from_schema
 from ..format.damage import check_on_error
 from ..format.paths import Paths, expand_paths
 from .array_dataset import open_array_dataset
@@ -118,6 +119,8 @@ def open(
 
 
 def _load_spec(spec: Any) -> Any:
+    if is_schema(spec):  # a TFX schema.pbtxt (path, text or Schema message)
+        return spec_from_schema(spec)
     if isinstance(spec, (str, os.PathLike)) and not str(spec).lstrip().startswith("{"):
         path = os.fspath(spec)
         if not os.path.exists(path):

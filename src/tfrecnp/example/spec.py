@@ -28,9 +28,9 @@ In a `Sequence`, each sequence feature gives per record one value per step: Fixe
 and Raw(dtype, shape) become Ragged [N, None, *shape] (steps per record), VarLen becomes a
 Ragged of Ragged [N, None, None, *inner_shape].
 
-Specs have a JSON form (`spec_to_json`, `spec_from_json`) for files and the command line, and
-TensorFlow's own feature objects convert with `spec_from_tf` (TensorFlow is never imported
-for this: the objects are read by their fields).
+Specs have a JSON form (`spec_to_json`, `spec_from_json`) for files and the command line.
+`as_spec` also takes TensorFlow's own feature objects (`tf_spec.spec_from_tf`, read by their
+fields) and TFX / TF Metadata schemas (`tfx_schema.spec_from_schema`: schema.pbtxt).
 """
 
 from __future__ import annotations
@@ -57,7 +57,6 @@ __all__ = [
     "VarLen",
     "as_spec",
     "spec_from_json",
-    "spec_from_tf",
     "spec_to_json",
 ]
 
@@ -588,7 +587,8 @@ class Sequence:
     ):
         if isinstance(required, str):
             required = (required,)
-        required = (*required, *_required(sequence or {}))  # TensorFlow's, as TF requires them
+        tf_required = _door("tf_spec").required  # TensorFlow's, as TF requires them
+        required = (*required, *tf_required(sequence or {}))
         self.context = as_spec(dict(context or {}), _where="Sequence context")
         self.sequence = as_spec(dict(sequence or {}), _where="Sequence sequence", _steps=True)
         for name, f in self.sequence.items():
@@ -689,6 +689,13 @@ LAZY_FEATURE_TYPES = {
 }
 
 
+def _door(name: str) -> Any:
+    """A module built on this one that turns other tools' specs into ours (tf_spec:
+    TensorFlow's feature objects; tfx_schema: TF Metadata schemas), imported by name when
+    first used, as LAZY_FEATURE_TYPES are."""
+    return importlib.import_module(f"tfrecnp.example.{name}")
+
+
 def feature_from_json(obj: dict) -> Feature:
     kind = obj.get("type") if isinstance(obj, dict) else None
     if kind in LAZY_FEATURE_TYPES and kind not in FEATURE_TYPES:
@@ -738,118 +745,6 @@ def spec_from_json(text: str | bytes | Mapping) -> Spec:
     return {str(k): feature_from_json(v) for k, v in features.items()}
 
 
-# --- TensorFlow's spec objects ---------------------------------------------------------
-
-_TF_TYPES = ("FixedLenFeature", "VarLenFeature", "FixedLenSequenceFeature", "RaggedFeature")
-
-
-def _is_tf_feature(obj: Any) -> bool:
-    return type(obj).__module__.startswith("tensorflow") and type(obj).__name__ in (
-        *_TF_TYPES,
-        "SparseFeature",
-    )
-
-
-def _tf_feature(name: str, obj: Any, *, sequence: bool) -> Feature:
-    try:
-        return _tf_feature_of(name, obj, sequence=sequence)
-    except ValueError as e:
-        if str(e).startswith(f"feature {name!r}"):
-            raise
-        raise ValueError(f"feature {name!r}: {e}") from None
-
-
-def _tf_feature_of(name: str, obj: Any, *, sequence: bool) -> Feature:
-    kind = type(obj).__name__
-    if kind == "SparseFeature":
-        return _unsupported(name, obj, "any arguments")
-    dtype = _value_dtype(obj.dtype)
-    if kind == "FixedLenFeature":
-        if obj.shape is None:
-            raise ValueError(
-                f"feature {name!r}: FixedLenFeature has no shape (missing shape); give it "
-                "one, e.g. () for one value per record"
-            )
-        if any(d is None or d == -1 for d in _tf_shape(obj.shape)):
-            raise ValueError(
-                f"feature {name!r}: FixedLenFeature shape {obj.shape} has an unknown dimension"
-                "; for a varying first axis use FixedLenSequenceFeature (tn.VarLen)"
-            )
-        return FixedLen(_tf_shape(obj.shape), dtype, obj.default_value)
-    if kind == "VarLenFeature":
-        return VarLen(dtype)
-    if kind == "FixedLenSequenceFeature":
-        shape = _tf_shape(obj.shape)
-        if sequence:
-            if obj.default_value is not None:
-                raise ValueError(
-                    f"feature {name!r}: FixedLenSequenceFeature default_value in a sequence "
-                    "is not supported (records keep their own number of steps)"
-                )
-            return FixedLen(shape, dtype)
-        if not obj.allow_missing:
-            raise ValueError(
-                f"feature {name!r}: FixedLenSequenceFeature in an Example requires "
-                "allow_missing=True (tf.io.parse_example refuses it too)"
-            )
-        return VarLen(dtype, shape, default=obj.default_value)
-    if kind == "RaggedFeature":
-        key = getattr(obj, "value_key", None)
-        return VarLen(dtype, partitions=obj.partitions, key=None if key in (None, name) else key)
-    return _unsupported(name, obj, "this feature type")
-
-
-def _unsupported(name: str, obj: Any, what: str) -> Feature:
-    raise ValueError(
-        f"feature {name!r}: {type(obj).__name__} with {what} is not supported; "
-        "supported are FixedLenFeature, VarLenFeature, FixedLenSequenceFeature and "
-        "RaggedFeature. A SparseFeature(index_key, value_key, ...) reads as "
-        "{'index': tn.VarLen('int64'), 'value': tn.VarLen(dtype)} (one Ragged each)"
-    )
-
-
-def _tf_shape(shape: Any) -> tuple[int, ...]:
-    dims = getattr(shape, "as_list", lambda: shape)()
-    if isinstance(dims, (int, np.integer)):
-        return (int(dims),)
-    return tuple(-1 if d is None else int(d) for d in dims)
-
-
-def _required(features: Mapping[str, Any]) -> list[str]:
-    """The feature lists TensorFlow requires: FixedLenSequenceFeature(allow_missing=False)."""
-    return [
-        name
-        for name, f in features.items()
-        if _is_tf_feature(f)
-        and type(f).__name__ == "FixedLenSequenceFeature"
-        and not f.allow_missing
-    ]
-
-
-def spec_from_tf(
-    features: Mapping[str, Any], sequence_features: Mapping[str, Any] | None = None
-) -> Spec:
-    """Convert TensorFlow feature specs (the dicts given to tf.io.parse_example, or the
-    context and sequence dicts of tf.io.parse_sequence_example) to a tfrecnp spec.
-
-    FixedLenFeature -> FixedLen; VarLenFeature -> VarLen; FixedLenSequenceFeature -> VarLen
-    with inner_shape in an Example (its default_value pads, as TensorFlow pads), FixedLen
-    in a sequence (a required feature list unless allow_missing=True); RaggedFeature ->
-    VarLen with its partitions and value_key. SparseFeature is not supported.
-    """
-    context = {
-        name: _tf_feature(name, f, sequence=False) if _is_tf_feature(f) else f
-        for name, f in features.items()
-    }
-    if sequence_features is None:
-        return as_spec(context)
-    seq = {
-        name: _tf_feature(name, f, sequence=True) if _is_tf_feature(f) else f
-        for name, f in sequence_features.items()
-    }
-    return Sequence(context, seq, required=_required(sequence_features))
-
-
 def _is_spec_json(spec: Any) -> bool:
     """Whether spec is the parsed JSON of a spec file, or a bare mapping of feature JSON."""
     if not isinstance(spec, Mapping) or not spec:
@@ -865,14 +760,17 @@ def as_spec(spec: Any, *, _where: str = "spec", _steps: bool = False) -> Spec:
 
     A pair (context, sequence) of dicts, as tf.io.parse_sequence_example takes them, is a
     Sequence; _steps: the features are per step (a Sequence's sequence features)."""
+    tf, tfx = _door("tf_spec"), _door("tfx_schema")
     if isinstance(spec, Sequence):
         return spec
+    if tfx.is_schema(spec):  # a TFX / TF Metadata schema.pbtxt (a path, its text, a Schema)
+        return tfx.spec_from_schema(spec)
     if isinstance(spec, (str, bytes)):
         return spec_from_json(spec)
     if _is_spec_json(spec):  # a spec file's parsed JSON (`tfrecnp inspect --json`), as-is
         return spec_from_json(spec)
     if isinstance(spec, tuple) and len(spec) == 2 and all(isinstance(d, Mapping) for d in spec):
-        return spec_from_tf(*spec)  # as tf.io.parse_sequence_example takes them
+        return tf.spec_from_tf(*spec)  # as tf.io.parse_sequence_example takes them
     if not isinstance(spec, Mapping):
         raise TypeError(
             f"{_where} must be a dict of name -> feature, a tn.Sequence, or a pair (context, "
@@ -884,8 +782,8 @@ def as_spec(spec: Any, *, _where: str = "spec", _steps: bool = False) -> Spec:
             raise TypeError(f"{_where}: feature names must be str, not {name!r}")
         if isinstance(f, Feature):
             out[name] = f
-        elif _is_tf_feature(f):
-            out[name] = _tf_feature(name, f, sequence=_steps)
+        elif tf.is_tf_feature(f):
+            out[name] = tf.tf_feature(name, f, sequence=_steps)
         else:
             raise TypeError(
                 f"{_where}: feature {name!r} is {f!r}; expected tn.FixedLen, tn.VarLen, "
