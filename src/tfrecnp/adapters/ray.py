@@ -43,7 +43,7 @@ from .._util import fs
 from .._util.sizing import records_per_batch
 from ..errors import CorruptRecordError, SchemaError
 from ..example.arrow import _Refused, column_from_arrow, to_arrow_array
-from ..example.arrow_nulls import NullError
+from ..example.arrow_nulls import _NullError
 from ..example.columns import BytesColumn, Ragged
 from ..example.decode import Decoder
 from ..example.infer import infer_spec
@@ -356,7 +356,7 @@ def from_arrow(table: pa.Table, spec: Any = None) -> dict[str, Any]:
         arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
         try:
             col = _from_arrow(arr)
-        except (_Refused, NullError) as why:
+        except (_Refused, _NullError) as why:
             raise SchemaError(f"column {name!r} {why}") from None
         if isinstance(col, np.ndarray) and col.dtype == object:
             col = _from_objects(col)

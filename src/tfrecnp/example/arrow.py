@@ -38,7 +38,7 @@ import numpy as np
 from .._util.optional import require
 from .._util.sizing import records_per_batch
 from ..errors import SchemaError
-from .arrow_nulls import NullError, fill_row_nulls, fill_value_nulls, null_message
+from .arrow_nulls import _NullError, fill_row_nulls, fill_value_nulls, null_message
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from .image import Image
 from .spec import FixedLen, Raw, VarLen
@@ -196,7 +196,7 @@ def from_arrow(
         feature = text.decode_as() if isinstance(text, Text) else text  # text: read as bytes
         try:
             col = column_from_arrow(column, feature)
-        except NullError as error:
+        except _NullError as error:
             place = where(error.row) if where is not None else f"row {error.row}"
             raise SchemaError(null_message(name, error, feature, place)) from None
         except _Refused as why:
@@ -228,7 +228,7 @@ def _dense_rows(name: str, col: Ragged, shape: Any, where: Callable[[int], str] 
 
 
 def column_from_arrow(arr: Any, feature: Any = None) -> Any:
-    """One Arrow array as a column (raises _Refused, naming what is wrong, or NullError
+    """One Arrow array as a column (raises _Refused, naming what is wrong, or _NullError
     for a null the feature has no value for: see `tfrecnp.example.arrow_nulls`)."""
     return _column(arr, feature, inside=False)
 
@@ -253,20 +253,20 @@ def _column(arr: Any, feature: Any, *, inside: bool) -> Any:
         first, last = int(offsets[0]), int(offsets[-1])
         try:
             values = _column(arr.values.slice(first, last - first), None, inside=True)
-        except NullError as error:
+        except _NullError as error:
             row = int(np.searchsorted(offsets - first, error.row, "right")) - 1
-            raise NullError(row, inside=True, kind=error.kind) from None
+            raise _NullError(row, inside=True, kind=error.kind) from None
         return Ragged.from_row_splits(values, offsets - first, validate=False)
     if pa.types.is_fixed_size_list(kind):
         if inside and arr.null_count:
-            raise NullError(int(np.argmin(np.asarray(arr.is_valid()))), inside=True, kind=kind)
+            raise _NullError(int(np.argmin(np.asarray(arr.is_valid()))), inside=True, kind=kind)
         arr = fill_row_nulls(arr, default, dense=True)
         size = kind.list_size
         flat = arr.values.slice(arr.offset * size, len(arr) * size)
         try:
             values = _column(flat, None, inside=True)
-        except NullError as error:
-            raise NullError(error.row // max(size, 1), inside=True, kind=error.kind) from None
+        except _NullError as error:
+            raise _NullError(error.row // max(size, 1), inside=True, kind=error.kind) from None
         if isinstance(values, BytesColumn):
             values = np.array(values.to_list(), dtype=object)
         return np.asarray(values).reshape(len(arr), kind.list_size, *np.shape(values)[1:])
