@@ -6,7 +6,9 @@ Data, generated once into bench-data/ with tn.Writer: for each record size, a fi
 --gib GiB (default 2) of records holding a raw uint8 tensor (half of its bytes zero, so
 GZIP has something to squeeze) and an int64 label; the same again GZIP-compressed.
 
-Cases, each in a fresh subprocess so peak RSS (ru_maxrss) is the case's own:
+Cases, each in a fresh subprocess so peak RSS (ru_maxrss, mapped file pages included, as
+`top` and a cluster's limit count them) is the case's own, split into its anonymous and
+file-backed parts (the highest of each, sampled every 5 ms from /proc/self/status):
 
 - to arrays: `tn.convert(file, out, spec=...)` to a .npy folder, HDF5 and Zarr;
 - back: `tn.convert(out.npy-folder, out.tfrecord)` (arrays -> TFRecord).
@@ -25,6 +27,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -64,9 +67,31 @@ def _scratch() -> Path:
     return shm if free > (5 << 30) else DATA_DIR
 
 
+def _rss_parts() -> tuple[int, int]:
+    """(anonymous, file-backed and shared) resident KiB of this process now."""
+    fields = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(("RssAnon:", "RssFile:", "RssShmem:")):
+                fields[line.split(":")[0]] = int(line.split()[1])
+    return fields.get("RssAnon", 0), fields.get("RssFile", 0) + fields.get("RssShmem", 0)
+
+
+def _sample_peaks(peaks: list[int], done: threading.Event) -> None:
+    while not done.wait(0.005):
+        anon, file = _rss_parts()
+        peaks[0], peaks[1] = max(peaks[0], anon), max(peaks[1], file)
+
+
 def _case(argv: list[str]) -> int:
-    """Run one conversion in this process and print {"seconds", "rss_mib"} as JSON."""
+    """Run one conversion in this process and print {"seconds", "rss_mib", "anon_mib",
+    "file_mib"} as JSON."""
     import tfrecnp as tn
+
+    peaks = [0, 0]
+    done = threading.Event()
+    sampler = threading.Thread(target=_sample_peaks, args=(peaks, done), daemon=True)
+    sampler.start()
 
     direction, src, out, size = argv[0], argv[1], argv[2], int(argv[3])
     t0 = time.perf_counter()
@@ -76,8 +101,11 @@ def _case(argv: list[str]) -> int:
     else:
         tn.convert(src, out, progress=False)
     seconds = time.perf_counter() - t0
+    done.set()
+    sampler.join()
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
-    print(json.dumps({"seconds": seconds, "rss_mib": rss}))
+    anon, file = (k >> 10 for k in peaks)
+    print(json.dumps({"seconds": seconds, "rss_mib": rss, "anon_mib": anon, "file_mib": file}))
     return 0
 
 
@@ -131,7 +159,10 @@ def main(argv: list[str] | None = None) -> int:
                 _remove(back)
                 _remove(npy_out)
     print(f"\nPeak RSS converting {gib:g} GiB inputs (each case in its own process)")
-    header = f"{'records':<8} {'input':<6} {'MiB':>6}  {'case':<16} {'peak RSS':>9} {'MB/s':>7}"
+    header = (
+        f"{'records':<8} {'input':<6} {'MiB':>6}  {'case':<16} {'peak RSS':>9} "
+        f"{'anon / file-backed':>20} {'MB/s':>7}"
+    )
     print(header)
     print("-" * len(header))
     for label, comp, mib, case, got in rows:
@@ -139,7 +170,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label:<8} {comp:<6} {mib:>6}  {case:<16} failed: {got['error']}")
             continue
         rate = mib * 1.048576 / got["seconds"]
-        print(f"{label:<8} {comp:<6} {mib:>6}  {case:<16} {got['rss_mib']:>5} MiB {rate:>7.0f}")
+        split = f"{got['anon_mib']} / {got['file_mib']} MiB"
+        print(
+            f"{label:<8} {comp:<6} {mib:>6}  {case:<16} {got['rss_mib']:>5} MiB {split:>20} "
+            f"{rate:>7.0f}"
+        )
     return 0
 
 

@@ -491,7 +491,7 @@ def test_a_damaged_shard_reads_by_position_up_to_its_damage(shards, tmp_path, ki
     past it, the damage (the count, and so negative positions, cannot be had)."""
     path, good = _flipped(tmp_path, kind, where)
     ds = tn.open(path, SPEC)
-    ids = list(range(0, good, 37)) + [good - 1]
+    ids = [*range(0, good, 37), good - 1]
     assert as_lists(ds[ids]) == expect(ids)
     assert [one(ds[i]) for i in ids[::5]] == [values(i) for i in ids[::5]]
     plain = tn.open(shards["plain"], SPEC)
