@@ -176,6 +176,73 @@ def test_a_key_read_two_ways_is_refused_when_the_spec_is_compiled():
     assert len(tn.Decoder(shared)._features) == 2
 
 
+def test_one_list_cut_two_ways_is_read_once(tf, tf_write, tmp_path):
+    """Issue 35: two RaggedFeatures on key "r" with different uniform rows (TensorFlow
+    parses it once, then partitions it per feature) were refused as a key read twice."""
+    ragged = tf.io.RaggedFeature
+    tf_spec = {
+        "q": ragged(
+            tf.float32,
+            value_key="r",
+            partitions=[ragged.UniformRowLength(2), ragged.UniformRowLength(1)],
+        ),
+        "r": ragged(tf.float32, partitions=[ragged.UniformRowLength(3)]),
+    }
+    spec = {"q": tn.VarLen("float32", (2, 1), key="r"), "r": tn.VarLen("float32", (3,))}
+    assert tn.spec_from_tf(tf_spec) == spec
+    payloads = [_example(tf, r=_f(tf, "f", *range(6 * (i % 3)))) for i in range(10)]
+    path = tf_write(tmp_path / "r.tfrecord", payloads)
+    ds = tn.open(path, spec=spec)
+    want = tf.io.parse_example(payloads, tf_spec)
+    for batch, start in zip(ds.batches(4), range(0, 10, 4), strict=True):
+        for name in spec:
+            assert batch[name].to_list() == want[name][start : start + 4].to_list(), name
+    got = ds.to_numpy()
+    assert got["q"].flat_values.shape[1:] == (2, 1) and got["r"].flat_values.shape[1:] == (3,)
+    assert ds[2]["r"].tolist() == want["r"][2].numpy().tolist()
+    assert len(tn.Decoder(spec)._features) == 1  # one core entry, two columns
+    # a narrowed dtype beside the flat read is that list cast: one entry too
+    ints = {"n": tn.VarLen("int32", (2,)), "m": tn.VarLen("int64", key="n")}
+    assert len(tn.Decoder(ints)._features) == 1
+    got = tn.decode([_example(tf, n=_f(tf, "i", 1, 2, 3, 4))], ints)
+    assert got["n"].flat_values.dtype == np.int32 and got["n"].to_list() == [[[1, 2], [3, 4]]]
+    assert got["m"].to_list() == [[1, 2, 3, 4]]
+    # values that do not make rows of 3: the error names the feature and the record
+    bad = [payloads[1], _example(tf, r=_f(tf, "f", 1, 2, 3, 4))]
+    with pytest.raises(tn.SchemaError, match=r"feature 'r' .* <memory> record 1"):
+        tn.decode(bad, spec)
+
+
+def test_same_name_in_context_and_lists_one_value_per_step(tf):
+    """Issue 35: context feature x beside feature list x of one value per step
+    (FixedLenSequenceFeature((1,))): each step is a (1,) row, as TensorFlow's dense
+    [records, steps, 1] holds it, and pad= gives that dense array."""
+
+    def seq(x, steps):
+        return tf.train.SequenceExample(
+            context=tf.train.Features(feature={"x": _f(tf, "i", x)}),
+            feature_lists=tf.train.FeatureLists(
+                feature_list={"x": tf.train.FeatureList(feature=[_f(tf, "i", v) for v in steps])}
+            ),
+        ).SerializeToString()
+
+    records = [seq(7, [1, 2]), seq(8, [3]), seq(9, [])]
+    context = {"x": tf.io.FixedLenFeature((), tf.int64)}
+    sequence = {"x": tf.io.FixedLenSequenceFeature((1,), tf.int64)}
+    want_context, want, _ = tf.io.parse_sequence_example(records, context, sequence)
+    got = tn.decode(records, (context, sequence))
+    assert list(got) == ["context/x", "x"]
+    assert got["context/x"].tolist() == want_context["x"].numpy().tolist()
+    x = got["x"]
+    assert x.ragged_rank == 1 and x.flat_values.shape == (3, 1)  # steps of shape (1,)
+    assert x.to_padded().tolist() == want["x"].numpy().tolist()
+    for r, record in enumerate(records):
+        _, one = tf.io.parse_single_sequence_example(record, context, sequence)
+        alone = tn.decode([record], (context, sequence))["x"][0]
+        assert alone.tolist() == one["x"].numpy().tolist()
+        assert alone.shape == x[r].shape == tuple(one["x"].shape)
+
+
 def test_var_len_default_pads_each_batch_as_parse_example(tf, tf_write, tmp_path):
     payloads = [_example(tf, w=_f(tf, "i", *range(i % 4))) for i in range(20)]
     path = tf_write(tmp_path / "w.tfrecord", payloads)

@@ -903,6 +903,44 @@ def test_one_name_as_context_and_feature_list(tf, method):
     check_sequence(tf, records, context, sequence)
     got = tn.decode(records, (context, sequence))
     assert list(got) == ["context/x", "x"]
+    # one value per step as a (1,) row: TensorFlow's dense [records, steps, 1]
+    check_sequence(tf, records, context, {"x": tf.io.FixedLenSequenceFeature((1,), tf.int64)})
+    check_sequence(
+        tf,
+        records,
+        {"x": tf.io.VarLenFeature(tf.int64)},
+        {"x": tf.io.FixedLenSequenceFeature((1,), tf.int64, allow_missing=True)},
+    )
+
+
+def test_two_ragged_features_read_one_key_with_different_partitions(tf, method):
+    """One list cut two ways: TensorFlow parses key "r" once and partitions it for each
+    RaggedFeature; tfrecnp reads it once and reshapes it for each, in either spec order,
+    in an Example and per step of a feature list."""
+    ragged = tf.io.RaggedFeature
+    q = ragged(
+        tf.float32,
+        value_key="r",
+        partitions=[ragged.UniformRowLength(2), ragged.UniformRowLength(1)],
+    )
+    r = ragged(tf.float32, partitions=[ragged.UniformRowLength(3)])
+    records = [
+        example(tf, {"r": floats(tf, 1, 2, 3, 4, 5, 6)}),
+        example(tf, {"r": floats(tf)}),
+        example(tf),
+        example(tf, {"r": floats(tf, *range(12))}),
+    ]
+    check_example(tf, records, {"q": q, "r": r})
+    check_example(tf, records, {"r": r, "q": q})
+    # values that fit neither cut: both refuse, naming the feature and the record
+    odd = example(tf, {"r": floats(tf, 1, 2, 3, 4)})
+    check_example(tf, [records[0], odd], {"q": q, "r": r}, error=["q", "r"], record=1)
+    lists = [
+        sequence_example(tf, lists={"r": [floats(tf, *range(6)), floats(tf)]}),
+        sequence_example(tf, lists={"r": [floats(tf, *range(12))]}),
+        sequence_example(tf),
+    ]
+    check_sequence(tf, lists, {}, {"q": q, "r": r})
 
 
 def test_bad_partitions_are_refused_by_feature_and_record(tf, method):

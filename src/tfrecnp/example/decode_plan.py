@@ -126,11 +126,37 @@ def _assembled(f: Feature) -> bool:
     return isinstance(f, VarLen) and (bool(f.partitions) or f.key is not None)
 
 
+def _flat_reads(parts: list[tuple[str, str, Feature, int]]) -> set[tuple[int, str, int]]:
+    """(section, key, wire kind) of every list a partitioned feature reads flat."""
+    reads = set()
+    for _, key, f, section in parts:
+        if _assembled(f):
+            assert isinstance(f, VarLen)
+            reads.add((section, f.key or key, f.kind))
+            reads.update((section, p.key, KIND_INT64) for p in f.partitions if p.key is not None)
+    return reads
+
+
+def _shares_flat(f: Feature, section: int, key: str, reads: set[tuple[int, str, int]]) -> bool:
+    """Whether plain VarLen f (its own key, no partitions) is better built from the flat
+    list a partitioned feature reads of the same key: with an inner_shape (TensorFlow's
+    RaggedFeature with UniformRowLength) or a narrowed dtype it is that list reshaped or
+    cast, as parse_example builds each RaggedFeature from one parsed list. A default
+    (padding) is a dense read, which TensorFlow refuses beside a ragged one too."""
+    return (
+        type(f) is VarLen
+        and f.default is None
+        and (section, key, f.kind) in reads
+        and f != VarLen(KIND_DTYPES[f.kind])
+    )
+
+
 def compile_spec(spec: Spec) -> tuple[list[Compiled], list[Assembly]]:
     """The plan's entries for a whole spec, and the partitioned features to assemble from
     them. A key is read once per section: a partitioned feature's values and partitions
     come from hidden VarLen entries, or from a spec feature that reads the same key as
-    the same kind of list."""
+    the same kind of list; a VarLen of that key with an inner_shape or another dtype is
+    then assembled from the same list."""
     if isinstance(spec, SequenceSpec):
         required = set(spec.required)
         parts = [(spec.context_column(n), n, f, 0) for n, f in spec.context.items()]
@@ -138,10 +164,15 @@ def compile_spec(spec: Spec) -> tuple[list[Compiled], list[Assembly]]:
     else:
         required = set()
         parts = [(n, n, f, 0) for n, f in spec.items()]
+    reads = _flat_reads(parts)
+    entries = [
+        (column, key, f, section, _assembled(f) or _shares_flat(f, section, key, reads))
+        for column, key, f, section in parts
+    ]
     features: list[Compiled] = []
     read: dict[tuple[int, str], Compiled] = {}
-    for column, key, f, section in parts:
-        if _assembled(f):
+    for column, key, f, section, assembled in entries:
+        if assembled:
             continue
         c = compile_feature(key, f, section)
         c = dataclasses.replace(
@@ -150,9 +181,10 @@ def compile_spec(spec: Spec) -> tuple[list[Compiled], list[Assembly]]:
         features.append(c)
         read[(section, key)] = c
     assemblies = []
-    for column, key, f, section in parts:
-        if not _assembled(f):
+    for column, key, f, section, assembled in entries:
+        if not assembled:
             continue
+        assert isinstance(f, VarLen)
         values = _hidden(features, read, column, f.key or key, f.dtype, section)
         keys = tuple(
             None if p.key is None else _hidden(features, read, column, p.key, "int64", section)
