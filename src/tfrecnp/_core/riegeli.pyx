@@ -1,0 +1,229 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Riegeli/records byte work for ArrayRecord files: hashes, chunks out of their blocks,
+record sizes, footer entries. Buffers in, numbers out, GIL released.
+
+A Riegeli file is cut into 64 KiB blocks; each block begins with a 24-byte block header,
+and chunks run across them. `unblock_chunks` takes file bytes holding some chunks, copies
+each chunk without the block headers that interrupt it, checks its 40-byte header's hash
+and its data's hash (64-bit HighwayHash keyed with 'Riegeli/records\\n' twice: highway.h)
+and reports, per chunk, where its data lies and what its header says. Every length read
+is checked against the bytes there are before it is used.
+"""
+
+from libc.stdint cimport int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy
+
+cdef extern from "highway.h":
+    uint64_t tfrecnp_riegeli_hash(const uint8_t *data, size_t size) noexcept nogil
+
+DEF BLOCK = 65536
+DEF BLOCK_HEADER = 24
+DEF CHUNK_HEADER = 40
+
+# per-chunk status in info[k, 5]
+cdef enum:
+    C_OK = 0
+    C_OUTSIDE = 1      # the chunk's bytes are not all in the buffer (a truncated file)
+    C_HEADER_HASH = 2  # the chunk header's hash does not match
+    C_DATA_SIZE = 3    # data_size runs past the chunk's end
+    C_DATA_HASH = 4    # the data's hash does not match
+    C_INFO_FIELDS = 6  # data start (in out), data_size, chunk_type, num_records, decoded_data_size, status
+
+OK, OUTSIDE, HEADER_HASH, DATA_SIZE, DATA_HASH = C_OK, C_OUTSIDE, C_HEADER_HASH, C_DATA_SIZE, C_DATA_HASH
+INFO_FIELDS = C_INFO_FIELDS
+
+
+def riegeli_hash(const uint8_t[::1] data) -> int:
+    """HighwayHash-64 of the bytes, keyed as Riegeli keys its hashes."""
+    cdef uint64_t h
+    cdef size_t n = data.shape[0]
+    cdef const uint8_t *p = &data[0] if n else NULL
+    cdef uint8_t empty = 0
+    if n == 0:
+        p = &empty
+    with nogil:
+        h = tfrecnp_riegeli_hash(p, n)
+    return h
+
+
+cdef inline uint64_t le64(const uint8_t *p) noexcept nogil:
+    cdef uint64_t v
+    memcpy(&v, p, 8)  # little-endian hosts (x86-64, arm64)
+    return v
+
+
+cdef int64_t unblock(const uint8_t *src, int64_t pos, int64_t end, uint8_t *dst) noexcept nogil:
+    """Copies file bytes pos..end (src points at pos) to dst, leaving out block headers;
+    returns the bytes copied."""
+    cdef int64_t o = 0, within, run
+    while pos < end:
+        within = pos % BLOCK
+        if within < BLOCK_HEADER:
+            src += BLOCK_HEADER - within
+            pos += BLOCK_HEADER - within
+            continue
+        run = BLOCK - within
+        if run > end - pos:
+            run = end - pos
+        memcpy(dst + o, src, run)
+        o += run
+        src += run
+        pos += run
+    return o
+
+
+def unblock_chunks(const uint8_t[::1] buf, int64_t base, const int64_t[::1] begins,
+                   const int64_t[::1] ends, uint8_t[::1] out, int64_t[:, ::1] info,
+                   bint check_data=True) -> int:
+    """Chunks begins[k]..ends[k] (file positions) of `buf`, which holds the file's bytes
+    from position `base`: each copied into `out` without block headers, back to back, its
+    header read and hashes checked (the data's only when check_data). info[k] gets
+    INFO_FIELDS numbers (see above). Returns the bytes of `out` used."""
+    cdef Py_ssize_t n = begins.shape[0], k
+    cdef int64_t have = buf.shape[0], cap = out.shape[0], o = 0, b, e, got, size, start
+    cdef const uint8_t *h
+    if ends.shape[0] != n or info.shape[0] < n or info.shape[1] < C_INFO_FIELDS:
+        raise ValueError("begins, ends and info do not match")
+    with nogil:
+        for k in range(n):
+            b = begins[k]
+            e = ends[k]
+            info[k, 0] = o
+            info[k, 1] = 0
+            info[k, 2] = 0
+            info[k, 3] = 0
+            info[k, 4] = 0
+            if b < base or e < b or e - base > have or e - b > cap - o:
+                info[k, 5] = C_OUTSIDE
+                continue
+            got = unblock(&buf[0] + (b - base), b, e, &out[0] + o)
+            if got < CHUNK_HEADER:
+                info[k, 5] = C_OUTSIDE
+                continue
+            h = &out[0] + o
+            if tfrecnp_riegeli_hash(h + 8, CHUNK_HEADER - 8) != le64(h):
+                info[k, 5] = C_HEADER_HASH
+                continue
+            size = <int64_t>le64(h + 8)
+            start = o + CHUNK_HEADER
+            info[k, 0] = start
+            info[k, 2] = h[24]
+            info[k, 3] = <int64_t>(le64(h + 24) >> 8)
+            info[k, 4] = <int64_t>le64(h + 32)
+            if size < 0 or size > got - CHUNK_HEADER:
+                info[k, 5] = C_DATA_SIZE
+                continue
+            info[k, 1] = size
+            if check_data and tfrecnp_riegeli_hash(h + CHUNK_HEADER, size) != le64(h + 16):
+                info[k, 5] = C_DATA_HASH
+                continue
+            info[k, 5] = C_OK
+            o += got
+    return o
+
+
+cdef inline int64_t read_varint(const uint8_t *p, int64_t n, uint64_t *value) noexcept nogil:
+    """A varint64 at p (n bytes there): its length, or -1 when malformed or cut short."""
+    cdef uint64_t v = 0
+    cdef int64_t i
+    for i in range(10):
+        if i >= n:
+            return -1
+        v |= (<uint64_t>(p[i] & 0x7F)) << (7 * i)
+        if p[i] < 0x80:
+            if i == 9 and p[i] > 1:
+                return -1
+            value[0] = v
+            return i + 1
+    return -1
+
+
+def sizes_to_offsets(const uint8_t[::1] data, int64_t[::1] offsets) -> int:
+    """len(offsets) - 1 varint record sizes at the start of data -> offsets (offsets[0] =
+    0, offsets[i + 1] = offsets[i] + size i). Returns the bytes read, or -1 when the
+    varints are malformed, too few, or add up past 2**62."""
+    cdef int64_t n = offsets.shape[0] - 1, have = data.shape[0], p = 0, i, got
+    cdef uint64_t size, total = 0
+    if n < 0:
+        return -1
+    offsets[0] = 0
+    if n == 0:
+        return 0
+    with nogil:
+        for i in range(n):
+            got = read_varint(&data[0] + p, have - p, &size)
+            if got < 0 or size > (1ULL << 62) - total:
+                p = -1
+                break
+            p += got
+            total += size
+            offsets[i + 1] = <int64_t>total
+    return p
+
+
+def varint(const uint8_t[::1] data, int64_t at) -> tuple:
+    """(value, position after it) of the varint64 at data[at]; (-1, -1) when malformed."""
+    cdef uint64_t v = 0
+    cdef int64_t got
+    if at < 0 or at >= data.shape[0]:
+        return (-1, -1)
+    got = read_varint(&data[0] + at, data.shape[0] - at, &v)
+    if got < 0:
+        return (-1, -1)
+    return (v, at + got)
+
+
+def uint_fields(const uint8_t[::1] data, const int64_t[::1] offsets, uint64_t[:, ::1] out) -> int:
+    """Small protobuf messages data[offsets[i]:offsets[i + 1]] whose fields 1..out.shape[1]
+    are varints: out[i, f - 1] = field f (0 when absent; the last wins). Other fields are
+    skipped by their wire type. Returns -1, or the first message that is malformed."""
+    cdef Py_ssize_t n = offsets.shape[0] - 1, i
+    cdef int64_t fields = out.shape[1], p, e, got, have = data.shape[0]
+    cdef uint64_t key, v
+    cdef int64_t bad = -1
+    cdef int wire
+    if out.shape[0] < n:
+        raise ValueError("out has too few rows")
+    with nogil:
+        for i in range(n):
+            for p in range(fields):
+                out[i, p] = 0
+            p = offsets[i]
+            e = offsets[i + 1]
+            if p < 0 or e < p or e > have:
+                bad = i
+                break
+            while p < e:
+                got = read_varint(&data[0] + p, e - p, &key)
+                if got < 0:
+                    bad = i
+                    break
+                p += got
+                wire = key & 7
+                if wire == 0:
+                    got = read_varint(&data[0] + p, e - p, &v)
+                    if got < 0:
+                        bad = i
+                        break
+                    p += got
+                    if 1 <= (key >> 3) <= <uint64_t>fields:
+                        out[i, (key >> 3) - 1] = v
+                elif wire == 1:
+                    p += 8
+                elif wire == 5:
+                    p += 4
+                elif wire == 2:
+                    got = read_varint(&data[0] + p, e - p, &v)
+                    if got < 0 or v > <uint64_t>(e - p - got):
+                        bad = i
+                        break
+                    p += got + <int64_t>v
+                else:
+                    bad = i
+                    break
+                if p > e:
+                    bad = i
+                    break
+            if bad >= 0:
+                break
+    return bad
