@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import protowire as pw
 import pytest
+from source_contract import SourceTests, record, records
 
 import tfrecnp as tn
 from tfrecnp.format.arrayrecord import SIGNATURE, ArrayRecordFile, riegeli_hash
 
 arm = pytest.importorskip("array_record.python.array_record_module")
+ards = pytest.importorskip("array_record.python.array_record_data_source")
 
 OPTIONS = [
     "group_size:1",
@@ -82,6 +85,8 @@ def test_transposed_chunks_are_refused_by_name(tmp_path, payloads):
     f = ArrayRecordFile(path)
     with pytest.raises(tn.SchemaError, match=r"transposed chunks .*transpose:true"):
         f.read_chunks(0, 1)
+    with pytest.raises(tn.SchemaError, match="transposed"):
+        tn.open(path, spec={"x": tn.VarLen("int64")})[0]
 
 
 def _flip(path, at: int) -> None:
@@ -112,9 +117,140 @@ def test_a_truncated_file_is_named(tmp_path, payloads):
     size = os.path.getsize(path)
     with open(path, "r+b") as fh:
         fh.truncate(size - 100)
-    with pytest.raises(tn.CorruptRecordError, match="c.array_record"):
-        ArrayRecordFile(path).footer
+    with pytest.raises(tn.CorruptRecordError, match=r"c\.array_record"):
+        _ = ArrayRecordFile(path).footer
     with open(path, "r+b") as fh:
         fh.truncate(1000)
     with pytest.raises(tn.CorruptRecordError, match="at least 64 KiB"):
-        ArrayRecordFile(path).footer
+        _ = ArrayRecordFile(path).footer
+
+
+# --- Examples, through the Dataset ----------------------------------------------------------
+
+SPEC = {
+    "id": tn.FixedLen((), "int64"),
+    "x": tn.FixedLen((3,), "float32"),
+    "tokens": tn.VarLen("int64"),
+    "name": tn.FixedLen((), "bytes"),
+}
+
+
+def example(i: int) -> bytes:
+    r = record(i)
+    return pw.simple_example(
+        {
+            "id": (pw.INT64, [r["id"]]),
+            "x": (pw.FLOAT, r["x"]),
+            "tokens": (pw.INT64, r["tokens"]),
+            "name": (pw.BYTES, [r["name"]]),
+        }
+    )
+
+
+class TestGroupSize1(SourceTests):
+    def make(self, folder):
+        path = write_ar(folder / "a.array_record", map(example, range(300)), "group_size:1")
+        return tn.open(path, SPEC), records(300), [path]
+
+
+class TestGroupSize65536(SourceTests):
+    def make(self, folder):
+        path = write_ar(folder / "a.array_record", map(example, range(300)), "group_size:65536")
+        return tn.open(path, SPEC), records(300), [path]
+
+
+class TestShardsOfSnappyGroups(SourceTests):
+    """A folder of three shards (one empty), chunks of 16 records, snappy."""
+
+    def make(self, folder):
+        paths = []
+        for k, numbers in enumerate([range(0, 130), range(130, 130), range(130, 250)]):
+            name = folder / f"ds-train.array_record-{k:05d}-of-00003"
+            paths.append(write_ar(name, map(example, numbers), "group_size:16,snappy"))
+        return tn.open(str(folder), SPEC), records(250), paths
+
+
+def parse_with_tf(payloads: list[bytes]) -> dict:
+    tf = pytest.importorskip("tensorflow")
+    features = {
+        "id": tf.io.FixedLenFeature([], tf.int64),
+        "x": tf.io.FixedLenFeature([3], tf.float32),
+        "tokens": tf.io.VarLenFeature(tf.int64),
+        "name": tf.io.FixedLenFeature([], tf.string),
+    }
+    parsed = tf.io.parse_example(tf.constant(payloads), features)
+    tokens = tf.sparse.to_dense(parsed["tokens"], default_value=-1).numpy()
+    return {
+        "id": parsed["id"].numpy(),
+        "x": parsed["x"].numpy(),
+        "tokens": [row[row >= 0].tolist() for row in tokens],
+        "name": parsed["name"].numpy().tolist(),
+    }
+
+
+@pytest.mark.parametrize("options", OPTIONS)
+def test_values_equal_array_record_and_parse_example(tmp_path, options):
+    path = write_ar(tmp_path / "e.array_record", map(example, range(500)), options)
+    want = parse_with_tf(read_ar(path))
+    ds = tn.open(path)  # spec inferred
+    assert len(ds) == 500
+    got = ds.to_numpy()
+    np.testing.assert_array_equal(got["id"], want["id"])
+    np.testing.assert_array_equal(got["x"], want["x"])
+    assert [list(r) for r in got["tokens"].to_list()] == want["tokens"]
+    assert [n.encode() for n in got["name"]] == want["name"]
+    # ds[i], ds[list], batches(shuffle=...) agree with the reader's records
+    reader = ards.ArrayRecordDataSource([path])
+    for i in (0, 7, 499, 250):
+        assert ds[i]["id"] == want["id"][i]
+    ids = [499, 3, 3, 250, 0]
+    np.testing.assert_array_equal(ds[ids]["id"], want["id"][ids])
+    assert parse_with_tf(reader.__getitems__(ids))["id"].tolist() == ids
+    for shuffle in (False, 64, True):
+        seen = np.concatenate([b["id"] for b in ds.batches(32, shuffle=shuffle, seed=3)])
+        assert sorted(seen.tolist()) == list(range(500))
+
+
+def test_dataset_doors(tmp_path):
+    path = write_ar(tmp_path / "d.array_record", map(example, range(200)), "group_size:8")
+    ds = tn.open(path, SPEC)
+    assert len(ds.shard(4, 1)) == 50
+    assert ds.shard(4, 1)[0]["id"] == 50
+    assert [r["id"] for r in ds.__getitems__([5, 1])] == [5, 1]
+    out = ds.save(str(tmp_path / "out"), format="npy", progress=False)
+    assert tn.load(out)["id"].tolist() == list(range(200))
+    pytest.importorskip("pyarrow")
+    assert ds.to_arrow().column("id").to_pylist() == list(range(200))
+    torch = pytest.importorskip("torch")
+    batches = list(ds.to_torch(batch_size=64, shuffle=False))
+    assert torch.cat([b["id"] for b in batches]).tolist() == list(range(200))
+
+
+def test_glob_and_list_of_shards(tmp_path):
+    a = write_ar(tmp_path / "s-0.array_record", map(example, range(10)), "group_size:1")
+    b = write_ar(tmp_path / "s-1.array_record", map(example, range(10, 25)), "group_size:4")
+    assert tn.open([a, b], SPEC)[:]["id"].tolist() == list(range(25))
+    assert tn.open(str(tmp_path / "s-*.array_record"), SPEC)[:]["id"].tolist() == list(range(25))
+
+
+def test_on_error_skip_leaves_out_a_damaged_chunk(tmp_path):
+    path = write_ar(tmp_path / "d.array_record", map(example, range(40)), "group_size:10")
+    at = int(ArrayRecordFile(path).footer.offsets[1])
+    _flip(path, at + 50)
+    with pytest.raises(
+        tn.CorruptRecordError, match=r"chunk 1 at byte \d+, holding records 10\.\.19"
+    ):
+        tn.open(path, SPEC).to_numpy()
+    ds = tn.open(path, SPEC, on_error="skip")
+    ids = np.concatenate([b["id"] for b in ds.batches(8)])
+    assert ids.tolist() == [*range(10), *range(20, 40)]
+    assert [e.record for e in ds.corruptions] == [10]
+    assert ds.corruptions[0].offset == at
+
+
+def test_truncated_file_through_open(tmp_path):
+    path = write_ar(tmp_path / "t.array_record", map(example, range(40)), "group_size:1")
+    with open(path, "r+b") as fh:
+        fh.truncate(os.path.getsize(path) // 2)
+    with pytest.raises(tn.CorruptRecordError, match=r"t\.array_record"):
+        tn.open(path, SPEC)

@@ -19,6 +19,7 @@ from ..example.tfx_schema import is_schema, spec_from_schema
 from ..format.damage import check_on_error
 from ..format.paths import Paths, expand_paths
 from .array_dataset import open_array_dataset
+from .arrayrecord import is_array_record_source, open_array_record
 from .dataset import Dataset
 from .files import Files
 from .parquet import is_arrow_source, open_arrow_files
@@ -41,7 +42,7 @@ def open(
     storage_options: dict | None = None,
     split: str | None = None,
 ) -> Dataset:
-    """Open TFRecord files, an array file or in-memory arrays as a Dataset.
+    """Open TFRecord or ArrayRecord files, an array file or in-memory arrays as a Dataset.
 
     Nothing is read but what the spec needs (a sample when it is inferred); records are
     read when asked for, by index, slice or `batches`.
@@ -52,7 +53,9 @@ def open(
         TFRecord files: a file, a glob, a directory or a list of them, local or a URL of
         any fsspec filesystem (s3://, gs://, memory://). Or an array file: .npy
         (memory-mapped), .npz, HDF5, Zarr, or a folder written by `Dataset.save`. Or
-        Parquet / Arrow IPC (Feather) files: a file, a folder of part files, a glob. Or an
+        Parquet / Arrow IPC (Feather) files: a file, a folder of part files, a glob. Or
+        ArrayRecord files (each record a tf.train.Example, as TFDS writes them): a file, a
+        folder of shards, a glob, a list (judged by the Riegeli signature). Or an
         ndarray / np.memmap (one column, "x"), or a dict of columns (ndarrays, memmaps,
         h5py / Zarr arrays, tn.Ragged, tn.BytesColumn).
     spec : dict, tn.Sequence, str or os.PathLike, optional
@@ -65,7 +68,7 @@ def open(
     compression : {"auto", None, "GZIP", "ZLIB"}
         "auto" detects each file's compression from its first bytes.
     verify_crc : bool
-        False skips the payload CRCs.
+        False skips the payload CRCs (for ArrayRecord: the chunks' data hashes).
     on_error : {"raise", "skip", "warn"}
         A damaged record raises CorruptRecordError, or is skipped (listed in
         `ds.corruptions`; "warn" also warns).
@@ -103,6 +106,17 @@ def open(
         if key is not None:
             raise ValueError("key= picks arrays from an array file; Parquet takes spec= to pick")
         return open_arrow_files(paths, spec=spec, storage_options=storage_options)
+    if is_array_record_source(paths, storage_options):  # ArrayRecord files
+        if key is not None:
+            raise ValueError("key= picks arrays from an array file; ArrayRecord files take none")
+        return open_array_record(
+            paths,
+            spec=spec,
+            on_error=on_error,
+            verify=verify_crc,
+            storage_options=storage_options,
+            load_spec=_load_spec,
+        )
     copy = fetch_remote_arrays(paths, storage_options)
     if copy is not None:
         return open_array_dataset(copy, key=key, spec=spec)

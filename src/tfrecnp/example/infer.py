@@ -53,7 +53,7 @@ from .spec import (
 from .survey import Survey, survey
 from .text import Text, looks_like_text
 
-__all__ = ["FeatureStats", "Inspection", "infer_spec", "inspect"]
+__all__ = ["FeatureStats", "Inspection", "infer_spec", "infer_spec_of", "inspect"]
 
 MAX_SAMPLED_FILES = 32
 SAMPLE_BYTES = 32 << 20  # inference reads at most about this much (and at least a record a file)
@@ -344,6 +344,14 @@ def infer_spec(
     if not len(batch):
         raise SchemaError(f"{files[0]} holds no records to infer a spec from; pass spec={{...}}")
     return _survey_stats(batch, _where(files))[1]
+
+
+def infer_spec_of(batch: RecordBatch, where: str) -> Spec:
+    """Propose a spec from sampled payloads another container read (ArrayRecord chunks),
+    by the same rules as `infer_spec`; where names them in errors."""
+    if not len(batch):
+        raise SchemaError(f"{where} holds no records to infer a spec from; pass spec={{...}}")
+    return _survey_stats(batch, where)[1]
 
 
 def inspect(

@@ -1,0 +1,446 @@
+"""ArrayRecord files as a Dataset source: the records of `format.arrayrecord`'s chunks,
+decoded by the one Example decoder, on the `Source` contract.
+
+Every record is a serialized tf.train.Example (or SequenceExample), as in a TFRecord shard;
+the footers give each file's chunks and their record counts, so `len`, ``ds[i]`` and every
+shuffle need no pass. Record i of a file lies in chunk ``i // group_size``; a chunk is
+read with its hashes checked and decompressed whole, so:
+
+- a pass in file order (and ``shuffle=N``, whose pieces are runs of chunks in random order)
+  reads runs of chunks of about a block's records with one positioned read, and
+  decompresses each chunk once;
+- reads by position (``ds[i]``, ``ds[list]``, ``shuffle=True``) take chunks from a cache
+  of decompressed chunks (CACHE_BYTES, least recently used first out), so records of one
+  big chunk (group_size 65 536) read one after another decompress it once, and a
+  permutation decompresses each chunk once while the cache holds the dataset's chunks.
+
+A damaged chunk raises `CorruptRecordError` naming the file, the chunk's byte offset and
+its records; with on_error="skip" / "warn" its records are left out and listed in
+`corruptions`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .._util import fs
+from .._util.text import format_count
+from ..errors import CorruptRecordError
+from ..example.decode import Decoder
+from ..example.infer import infer_spec_of
+from ..example.padding import feature_names
+from ..format.arrayrecord import ArrayRecordFile, is_array_record
+from ..format.damage import DamagePolicy
+from ..format.payloads import LOC_BITS, Origins, RecordBatch
+from .blocks import Block, shuffle_blocks
+from .dataset import Batch, Dataset, _nbytes
+from .source import Shuffle, Source
+
+__all__ = [
+    "ArrayRecordDataset",
+    "ArrayRecordFiles",
+    "ArrayRecordSource",
+    "is_array_record_source",
+    "list_array_record",
+    "open_array_record",
+]
+
+CACHE_BYTES = 256 << 20  # decompressed chunks kept for reads by position
+SAMPLE_RECORDS = 1024  # records sampled to infer a spec and to size records
+SAMPLE_BYTES = 32 << 20
+MAX_SAMPLED_FILES = 32
+NAME = ".array_record"  # TFDS's and array_record's shard names hold it
+
+
+def _candidates(src: Any) -> list[Any] | None:
+    """The files a path, folder or glob names (hidden ones passed over), or None."""
+    if fs.isdir(src):
+        names = [p for p in fs.listdir(src) if not fs.basename(p).startswith(("_", "."))]
+        return sorted(p for p in names if fs.isfile(p))
+    if fs.has_magic(src):
+        return sorted(p for p in fs.glob(src) if not fs.basename(p).startswith(("_", ".")))
+    return [src] if fs.isfile(src) else None
+
+
+def list_array_record(src: Any) -> list[Any]:
+    """The ArrayRecord files of a file, folder, glob or list of them, in order; [] when any
+    part names none or other files. A file is judged by the Riegeli/records signature its
+    first 64 bytes hold."""
+    if not isinstance(src, (str, os.PathLike)):
+        found: list[Any] = []
+        for p in src:
+            part = list_array_record(p)
+            if not part:
+                return []
+            found += part
+        return found
+    names = _candidates(src)
+    if not names or not all(is_array_record(p) for p in names):
+        return []
+    return names
+
+
+def is_array_record_source(src: Any, storage_options: dict | None = None) -> bool:
+    """Whether src names ArrayRecord files (a file, a folder of shards, a glob, a list)."""
+    if isinstance(src, (str, os.PathLike)):
+        src = fs.resolve(src, storage_options)
+    elif isinstance(src, (list, tuple)) and src:
+        src = [fs.resolve(p, storage_options) for p in src]
+    else:
+        return False
+    try:
+        return bool(list_array_record(src))
+    except (OSError, ValueError):
+        return False
+
+
+class ArrayRecordFiles:
+    """ArrayRecord files as one run of records: each file's footer read once (in threads),
+    every chunk numbered globally, a cache of decompressed chunks, the damage policy."""
+
+    def __init__(self, paths: list[Any], on_error: str = "raise", verify: bool = True):
+        self.paths = [str(p) for p in paths]
+        self.files = [ArrayRecordFile(p) for p in paths]
+        self.verify = verify
+        self.damage = DamagePolicy(on_error)
+        if len(self.files) > 1:
+            with ThreadPoolExecutor(min(16, len(self.files))) as pool:
+                footers = list(pool.map(lambda f: f.footer, self.files))
+        else:
+            footers = [f.footer for f in self.files]
+        counts = np.array([f.records for f in footers], np.int64)
+        self.file_starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        n = [len(f.offsets) for f in footers]
+        self.chunk_file = np.repeat(np.arange(len(footers), dtype=np.int64), n)
+        self.chunk_local = np.concatenate([np.arange(k, dtype=np.int64) for k in n] or [[]])
+        firsts = [f.firsts[:-1] + self.file_starts[k] for k, f in enumerate(footers)]
+        self.chunk_firsts = np.append(np.concatenate(firsts or [[]]), self.file_starts[-1])
+        self.chunk_firsts = self.chunk_firsts.astype(np.int64)
+        self.chunk_local = self.chunk_local.astype(np.int64)
+        self.nbytes = int(sum(f.size for f in footers))
+        self._init_cache()
+
+    def _init_cache(self) -> None:
+        self._cache: OrderedDict[int, RecordBatch | None] = OrderedDict()
+        self._cached = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k not in ("_cache", "_lock")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._init_cache()
+
+    @property
+    def count(self) -> int:
+        return int(self.file_starts[-1])
+
+    @property
+    def corruptions(self) -> list[CorruptRecordError]:
+        return self.damage.corruptions
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()
+        with self._lock:
+            self._cache.clear()
+            self._cached = 0
+
+    def chunk_of(self, records: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.chunk_firsts, records, "right") - 1
+
+    def load(self, c0: int, c1: int) -> list[RecordBatch | None]:
+        """Global chunks c0..c1 (one file), read with one positioned read: each one's
+        records, or None for a damaged chunk skipped under on_error (raised otherwise)."""
+        k = int(self.chunk_file[c0])
+        local = int(self.chunk_local[c0])
+        out = []
+        for batch, error in self.files[k].read_chunks(local, local + c1 - c0, self.verify):
+            if error is not None:
+                self.damage.report(error, stacklevel=3)
+            out.append(batch)
+        return out
+
+    def chunks(self, wanted: np.ndarray) -> dict[int, RecordBatch | None]:
+        """These global chunks (unique, sorted), from the cache or read (runs of
+        consecutive chunks of a file with one read each), then kept in the cache."""
+        got: dict[int, RecordBatch | None] = {}
+        missing = []
+        with self._lock:
+            for c in wanted.tolist():
+                if c in self._cache:
+                    self._cache.move_to_end(c)
+                    got[c] = self._cache[c]
+                else:
+                    missing.append(c)
+        if not missing:
+            return got
+        miss = np.array(missing, np.int64)
+        cuts = np.flatnonzero((np.diff(miss) != 1) | (np.diff(self.chunk_file[miss]) != 0)) + 1
+        for run in np.split(miss, cuts):
+            c0, c1 = int(run[0]), int(run[-1]) + 1
+            for c, batch in zip(range(c0, c1), self.load(c0, c1), strict=True):
+                got[c] = batch
+        with self._lock:
+            for c in missing:
+                batch = got[c]
+                if c in self._cache:
+                    continue
+                self._cache[c] = batch
+                self._cached += batch.nbytes if batch is not None else 0
+            while self._cached > CACHE_BYTES and len(self._cache) > 1:
+                _, old = self._cache.popitem(last=False)
+                self._cached -= old.nbytes if old is not None else 0
+        return got
+
+    def records(self, ids: np.ndarray) -> RecordBatch:
+        """The records at these global numbers, in this order (repeats allowed), left in
+        their chunks' buffers; records of skipped chunks are left out."""
+        ids = np.asarray(ids, np.int64)
+        chunk = self.chunk_of(ids)
+        wanted = np.unique(chunk)
+        got = self.chunks(wanted)
+        keep = np.array([got[c] is not None for c in wanted.tolist()], bool)
+        if not keep.all():
+            good = keep[np.searchsorted(wanted, chunk)]
+            ids, chunk = ids[good], chunk[good]
+            wanted = wanted[keep]
+        slot = np.searchsorted(wanted, chunk)
+        batches = [got[c] for c in wanted.tolist()]
+        local = ids - self.chunk_firsts[chunk]
+        if batches:
+            firsts = np.cumsum([0, *[len(b.offsets) for b in batches]])[:-1]
+            offsets = np.concatenate([b.offsets for b in batches])
+            at = firsts[slot] + local
+            starts, ends = offsets[at], offsets[at + 1]
+        else:
+            starts = ends = np.empty(0, np.int64)
+        return RecordBatch.spans(
+            [b.data for b in batches],
+            starts,
+            ends,
+            self.origins(ids),
+            which=slot.astype(np.int64),
+        )
+
+    def origins(self, ids: np.ndarray) -> Origins:
+        """Each global record's file and record number in that file."""
+        k = np.searchsorted(self.file_starts, ids, "right") - 1
+        return Origins(
+            tuple(self.paths), (k.astype(np.int64) << LOC_BITS) | (ids - self.file_starts[k])
+        )
+
+    def runs(self, a: int, b: int, block: int) -> list[tuple[int, int]]:
+        """Runs of global chunks (c0, c1) covering records a..b: one file each, of about
+        `block` records (a chunk holding more is a run alone)."""
+        if b <= a:
+            return []
+        c = np.arange(
+            int(self.chunk_of(np.array([a]))[0]), int(self.chunk_of(np.array([b - 1]))[0]) + 1
+        )
+        group = (self.chunk_firsts[c] - self.chunk_firsts[c[0]]) // max(block, 1)
+        key = self.chunk_file[c] * (int(group[-1]) + 1) + group
+        cuts = np.flatnonzero(np.diff(key) != 0) + 1
+        bounds = [0, *cuts.tolist(), len(c)]
+        return [(int(c[x]), int(c[y - 1]) + 1) for x, y in itertools.pairwise(bounds)]
+
+    def span(self, c0: int, c1: int, a: int, b: int) -> RecordBatch:
+        """Records a..b of chunks c0..c1, read together (a damaged chunk's left out)."""
+        parts = []
+        for c, batch in zip(range(c0, c1), self.load(c0, c1), strict=True):
+            if batch is None:
+                continue
+            first = int(self.chunk_firsts[c])
+            x, y = max(a, first), min(b, first + len(batch))
+            if x < y:
+                parts.append(batch.slice(x - first, y - first) if y - x < len(batch) else batch)
+        if not parts:
+            return RecordBatch(
+                np.empty(0, np.uint8), np.zeros(1, np.int64), Origins((), np.empty(0, np.int64))
+            )
+        return RecordBatch.concat(parts)
+
+
+class ArrayRecordSource(Source):
+    """ArrayRecord files read with one spec (see the module docstring; `Source` for the
+    contract)."""
+
+    def __init__(self, files: ArrayRecordFiles, spec: Any):
+        self.files = files
+        self.spec = spec
+        self._decoder: Decoder | None = None
+        self._mean: float | None = None
+
+    def select(self, spec: Any) -> ArrayRecordSource:
+        return ArrayRecordSource(self.files, spec)
+
+    @property
+    def decoder(self) -> Decoder:
+        if self._decoder is None:
+            self._decoder = Decoder(self.spec)
+        return self._decoder
+
+    @property
+    def paths(self) -> list[str]:
+        return list(self.files.paths)
+
+    @property
+    def corruptions(self) -> list[CorruptRecordError]:
+        return self.files.corruptions
+
+    def count(self) -> int:
+        return self.files.count
+
+    def close(self) -> None:
+        self.files.close()
+
+    def may_read_ahead(self) -> bool:
+        return self.files.damage.raises
+
+    def progress_totals(self, start: int, stop: int | None) -> tuple[int | None, int | None]:
+        a, b = self.span(start, stop)
+        return b - a, self.files.nbytes if self.whole(start, stop) else None
+
+    def _decode(self, batch: RecordBatch, threads: int | None = None) -> Batch:
+        return self.decoder.decode(batch, threads=threads)
+
+    def empty(self) -> Batch:
+        return self._decode(RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64)))
+
+    # -- by position ----------------------------------------------------------------------
+
+    def read_span(self, a: int, b: int) -> Batch:
+        return self._decode(self.files.records(np.arange(a, b, dtype=np.int64)))
+
+    def read_ids(self, ids: np.ndarray, what: str) -> Batch:
+        return self._decode(self.files.records(np.asarray(ids, np.int64)))
+
+    def read_one(self, i: int) -> dict[str, Any]:
+        cols = self.read_span(i, i + 1)
+        if not len(next(iter(cols.values()), ())):
+            raise IndexError(
+                f"record {i} was skipped (on_error={self.files.damage.on_error!r}): its chunk "
+                "is damaged; ds.corruptions says which"
+            )
+        return {name: col[0] for name, col in cols.items()}
+
+    # -- blocks ---------------------------------------------------------------------------
+
+    def blocks(
+        self,
+        start: int,
+        stop: int | None,
+        block: int,
+        shuffle: Shuffle,
+        *,
+        threads: int | None = None,
+        ahead: int = 0,
+    ) -> Iterator[Block]:
+        a, b = self.span(start, stop)
+        rng = shuffle.rng()
+        block = max(1, block)
+        if shuffle.kind == "all":
+            for ids, place in self.permuted(a, b, block, rng):
+                batch = self.files.records(ids[place])
+                yield Block(self._decode(batch, threads), len(batch), batch.nbytes, batch.origins)
+            return
+        runs = self.files.runs(a, b, block)
+        if shuffle.kind == "none":
+            yield from self._run_blocks(runs, a, b, block, threads)
+            return
+        order = rng.permutation(len(runs))
+        pieces = self._run_blocks([runs[i] for i in order], a, b, block, threads)
+        yield from shuffle_blocks(pieces, shuffle.size, rng, block)
+
+    def _run_blocks(
+        self, runs: list[tuple[int, int]], a: int, b: int, block: int, threads: int | None
+    ) -> Iterator[Block]:
+        """Decoded blocks of up to `block` records of each run of chunks, clipped to a..b."""
+        for c0, c1 in runs:
+            batch = self.files.span(c0, c1, a, b)
+            for x in range(0, len(batch), block):
+                part = batch.slice(x, min(len(batch), x + block))
+                yield Block(self._decode(part, threads), len(part), part.nbytes, part.origins)
+
+    # -- sizes ----------------------------------------------------------------------------
+
+    def sample(self) -> RecordBatch:
+        """The first records of up to MAX_SAMPLED_FILES files (evenly chosen)."""
+        files = self.files
+        n = len(files.paths)
+        chosen = sorted({int(i * n / MAX_SAMPLED_FILES) for i in range(min(n, MAX_SAMPLED_FILES))})
+        quota = max(1, SAMPLE_RECORDS // len(chosen)) if chosen else 0
+        parts = []
+        for k in chosen:
+            first, last = int(files.file_starts[k]), int(files.file_starts[k + 1])
+            ids = np.arange(first, min(last, first + quota), dtype=np.int64)
+            if len(ids):
+                parts.append(files.records(ids).packed())
+        if not parts:
+            return RecordBatch(np.empty(0, np.uint8), np.zeros(1, np.int64))
+        return RecordBatch.concat(parts)
+
+    def mean_record_bytes(self, start: int, stop: int | None) -> float:
+        if self._mean is None:
+            sample = self.sample()
+            self._mean = max(1.0, sample.nbytes / len(sample)) if len(sample) else 64.0
+        return self._mean
+
+    def estimate_nbytes(self, start: int, stop: int | None) -> tuple[int, int]:
+        a, b = self.span(start, stop)
+        if b <= a:
+            return 0, 0
+        picks = np.unique(np.linspace(a, b - 1, min(b - a, SAMPLE_RECORDS)).astype(np.int64))
+        cols = self.read_ids(picks, "to_numpy")
+        k = len(next(iter(cols.values()), ())) or 1
+        size = sum(_nbytes(c) for c in cols.values())
+        return int(size / k * (b - a)), len(picks)
+
+
+class ArrayRecordDataset(Dataset):
+    """ArrayRecord files as a Dataset. Made by `tn.open`."""
+
+    source: ArrayRecordSource
+
+    def __repr__(self) -> str:
+        names = ", ".join(feature_names(self.spec))
+        files = self.source.paths
+        where = files[0] if len(files) == 1 else f"{len(files)} ArrayRecord files"
+        return f"Dataset({where}, {format_count(len(self))} records: {names})"
+
+
+def open_array_record(
+    src: Any,
+    *,
+    spec: Any = None,
+    on_error: str = "raise",
+    verify: bool = True,
+    storage_options: dict | None = None,
+    load_spec: Any = None,
+) -> ArrayRecordDataset:
+    """ArrayRecord files (a file, a folder of shards, a glob or a list) as a Dataset; the
+    spec inferred from a sample of their records when not given (load_spec: how a given
+    one is read, as `tn.open` reads specs)."""
+    if isinstance(src, (str, os.PathLike)):
+        src = fs.resolve(src, storage_options)
+    elif isinstance(src, (list, tuple)):
+        src = [fs.resolve(p, storage_options) for p in src]
+    paths = list_array_record(src)
+    if not paths:
+        raise FileNotFoundError(f"no ArrayRecord files in {src}")
+    files = ArrayRecordFiles(paths, on_error, verify)
+    if spec is None:
+        where = paths[0] if len(paths) == 1 else f"{paths[0]} and {len(paths) - 1} more files"
+        spec = infer_spec_of(ArrayRecordSource(files, {}).sample(), str(where))
+    elif load_spec is not None:
+        spec = load_spec(spec)
+    return ArrayRecordDataset(ArrayRecordSource(files, spec))
