@@ -4,6 +4,7 @@ failed, where (file, record, byte offset, feature), and what to do."""
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ._util.text import format_count
 
@@ -75,22 +76,10 @@ class FileChangedError(CorruptRecordError):
     now, -1 when it is gone) and expected (its size when the pass began or it was indexed).
     """
 
-    def __init__(
-        self,
-        reason: str,
-        *,
-        path: str | None = None,
-        record: int = -1,
-        offset: int = -1,
-        hint: str = "",
-        size: int = -1,
-        expected: int = -1,
-    ):
+    def __init__(self, reason: str, *, size: int = -1, expected: int = -1, **where: Any):
         self.size = size
         self.expected = expected
-        if path is not None and not hint:
-            hint = "read it again once it is written whole (write a new file and rename it over)"
-        super().__init__(reason, path=path, record=record, offset=offset, hint=hint)
+        super().__init__(reason, **where)
 
     def __reduce__(self) -> tuple:
         fields = {"path": self.path, "record": self.record, "offset": self.offset}
@@ -99,10 +88,10 @@ class FileChangedError(CorruptRecordError):
 
 
 def file_changed(
-    path: str, record: int, offset: int, expected: int, found: str = ""
+    path: str, record: int, offset: int, expected: int, found: str = "", indexed: bool = False
 ) -> FileChangedError:
-    """The error for file `path`, which had `expected` bytes when its pass began (or when
-    it was indexed) and changed since, met at record `record` (frame at byte `offset`;
+    """The error for file `path`, which had `expected` bytes when its pass began (indexed:
+    when it was indexed) and changed since, met at record `record` (frame at byte `offset`;
     `found`: what the read found there). The file's size now is looked up, so the message
     tells where the file ends today."""
     try:
@@ -110,12 +99,16 @@ def file_changed(
     except OSError:
         size = -1
     now = "is gone" if size < 0 else f"is now {format_count(size)} bytes"
+    then = "it was indexed" if indexed else "the pass began"
     reason = (
         f"the file changed while it was read ({found + ': ' if found else ''}it {now}, "
-        f"{format_count(expected)} when the pass began)"
+        f"{format_count(expected)} when {then})"
     )
+    hint = "read it again once it is written whole (write a new file and rename it over)"
+    if indexed:
+        hint += "; if its .idx sidecar is older than the file, delete it"
     return FileChangedError(
-        reason, path=path, record=record, offset=offset, size=size, expected=expected
+        reason, path=path, record=record, offset=offset, hint=hint, size=size, expected=expected
     )
 
 

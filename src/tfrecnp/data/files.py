@@ -77,7 +77,7 @@ class Files:
         self._checkpoints: list[Checkpoints | None] = [None] * len(paths)  # compressed files
         # the damage that ends a compressed file's index (damage raising): its records
         # before it are indexed and read by position; counting past it raises it
-        self._cuts: dict[int, Exception] = {}
+        self._cuts: dict[int, CorruptRecordError] = {}
         self._fresh()
 
     # -- process state: a lock and open file handles, made anew after pickle and fork ----------
@@ -360,13 +360,12 @@ class Files:
         """The error for a read by position of file f that came up short at byte `at` (of
         its decompressed stream, for a compressed file): the file is shorter than when it
         was indexed. Names the record whose frame holds that byte."""
-        off, ln = self.file_index(f)
+        off, _ = self.file_index(f)
         record = max(0, int(np.searchsorted(off, at, side="right")) - 1)
         frame = int(off[record]) if len(off) else 0
         path = self.paths[f]
         if self.kinds[f] is None and not fs.is_url(path):
-            expected = int(off[-1] + ln[-1]) + OVERHEAD_BYTES if len(off) else 0
-            return file_changed(path, record, frame, expected)
+            return file_changed(path, record, frame, self._indexed_end(f), indexed=True)
         stream = "file" if self.kinds[f] is None else "decompressed stream"
         return CorruptRecordError(
             f"the {stream} ends before byte {format_count(at)}, which its index lists",
@@ -382,13 +381,17 @@ class Files:
         path = self.paths[f]
         if self.kinds[f] is not None or fs.is_url(path):
             return None
-        off, ln = self.file_index(f)
-        expected = int(off[-1] + ln[-1]) + OVERHEAD_BYTES if len(off) else 0
         try:
             size = os.path.getsize(path)
         except OSError:
             size = -1
+        expected = self._indexed_end(f)
         return None if size == expected else expected
+
+    def _indexed_end(self, f: int) -> int:
+        """The end of file f's last indexed frame: its size when it was indexed."""
+        off, ln = self.file_index(f)
+        return int(off[-1] + ln[-1]) + OVERHEAD_BYTES if len(off) else 0
 
     @property
     def on_error(self) -> str:
@@ -460,7 +463,7 @@ def check_frames(files: Files, frames: RecordBatch) -> None:
         )
     expected = files.indexed_size(loc >> LOC_BITS)
     if expected is not None:
-        raise file_changed(path, record, offset, expected, reason)
+        raise file_changed(path, record, offset, expected, reason, indexed=True)
     raise CorruptRecordError(
         reason,
         path=path,

@@ -707,7 +707,9 @@ def scan_file(
     return next(RecordReader(path, compression=compression).indexes())
 
 
-def scan_until_damage(path: str, compression: str | None) -> tuple[RecordIndex, Exception | None]:
+def scan_until_damage(
+    path: str, compression: str | None
+) -> tuple[RecordIndex, CorruptRecordError | None]:
     """Where each record of one file lies, walked up to its first damage (no sidecar):
     (the frames before it, the damage's CorruptRecordError or None when the file is whole).
     A damaged compressed stream is read by position up to its damage this way."""
