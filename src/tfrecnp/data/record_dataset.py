@@ -330,10 +330,11 @@ class RecordSource(Source):
             return "ahead"
         if shuffle.kind == "none":
             return "pieces"
+        if shuffle.kind == "all":
+            self.files.require_seek("batches(shuffle=True)")
         local = self.files.local_plain
-        if shuffle.kind == "all" or local:  # read by position: index the files now (a pool
-            self.files.require_seek("batches(shuffle=True)")  # of numbers holds no records)
-            self.files.index()
+        if shuffle.kind == "all" or local:  # read by position: index the files now (for
+            self.files.index()  # shuffle=N in local files: a pool of numbers, not records)
         if self.by_position() and (shuffle.kind == "all" or local or mean >= PICKED_RECORD_BYTES):
             return "picked"
         # pooled in their frames; compressed streams keep a reading thread of their own
