@@ -254,3 +254,76 @@ def test_truncated_file_through_open(tmp_path):
         fh.truncate(os.path.getsize(path) // 2)
     with pytest.raises(tn.CorruptRecordError, match=r"t\.array_record"):
         tn.open(path, SPEC)
+
+
+# --- TFDS folders prepared with file_format="array_record" ---------------------------------
+
+tfds = pytest.importorskip("tensorflow_datasets")
+import tfds_builders as tb  # noqa: E402
+from test_tfds import LEFT, assert_same, open_quiet  # noqa: E402
+
+
+def build_ar(cls, data_dir, shards: int | None = None):
+    """The builder after TFDS prepared it under data_dir as ArrayRecord shards."""
+    builder = cls(data_dir=str(data_dir))
+    config = tfds.download.DownloadConfig(num_shards=shards) if shards else None
+    builder.download_and_prepare(file_format="array_record", download_config=config)
+    return builder
+
+
+KEPT = {"deep": tn.Bytes(), "jpeg": tn.Bytes()}
+
+
+def data_source_records(builder, split: str) -> list[dict]:
+    """Every record of the split as builder.as_data_source gives it, flattened."""
+    # both keep the bytes of uint16 PNGs (TFDS's NumPy decoding needs OpenCV for them) and
+    # of JPEGs (it decodes them with PIL, tfrecnp as TensorFlow does: pixels differ by 1-5)
+    skip = tfds.decode.SkipDecoding()
+    source = builder.as_data_source(split, decoders={"deep": skip, "jpeg": skip})
+    return [tb.flat(source[i]) for i in range(len(source))]
+
+
+@pytest.fixture(scope="module")
+def kinds_ar(tmp_path_factory):
+    return build_ar(tb.Kinds, tmp_path_factory.mktemp("tfds_ar"), shards=3)
+
+
+@pytest.mark.parametrize("split", ["train", "test", "train[:10%]", "train[5:30]+test"])
+def test_tfds_array_record_folder_equals_as_data_source(kinds_ar, split):
+    assert any(".array_record-" in p for p in os.listdir(kinds_ar.data_dir))
+    want = data_source_records(kinds_ar, split)
+    ds = open_quiet(kinds_ar.data_dir, split=split, spec=KEPT)
+    assert len(ds) == len(want)
+    leaves = set(ds.features) - LEFT
+    assert leaves == set(want[0]) - LEFT
+    for i, rec in enumerate(want):  # by position
+        got = ds[i]
+        for name in leaves:
+            want_v = rec[name]
+            if hasattr(want_v, "flat_values") or isinstance(want_v, list):
+                continue  # sequences of sequences: as_data_source gives them its own way
+            if isinstance(want_v, (int, float, bool, np.generic)):  # NumPy decoding: a scalar
+                assert np.asarray(got[name]).tolist() == np.asarray(want_v).tolist(), name
+                continue
+            assert_same(name, got[name], want_v)
+    texts = [t for b in ds.select(["text"]).batches(16) for t in b["text"]]  # in order
+    assert texts == [r["text"] for r in want]
+
+
+def test_dummy_mnist_array_record(tmp_path):
+    builder = tfds.testing.DummyMnist(data_dir=str(tmp_path))
+    builder.download_and_prepare(file_format="array_record")
+    source = builder.as_data_source("train")
+    ds = tn.open(builder.data_dir, split="train")
+    assert len(ds) == len(source)
+    cols = ds.to_numpy()
+    for i in range(len(source)):
+        np.testing.assert_array_equal(cols["image"][i], source[i]["image"])
+        assert cols["label"][i] == source[i]["label"]
+
+
+class TestTfdsArrayRecordFolder(SourceTests):
+    def make(self, folder):
+        builder = build_ar(tb.Contract, folder, shards=3)
+        ds = tn.open(builder.data_dir, split="train")
+        return ds, records(tb.Contract.RECORDS), ds.paths

@@ -297,6 +297,12 @@ class ArrayRecordSource(Source):
     def corruptions(self) -> list[CorruptRecordError]:
         return self.files.corruptions
 
+    @property
+    def compressions(self) -> list[str | None]:
+        """None for each file: no TFRecord compression wraps them (their chunks' codecs
+        are in each footer's writer_options)."""
+        return [None] * len(self.files.paths)
+
     def count(self) -> int:
         return self.files.count
 

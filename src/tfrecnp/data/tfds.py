@@ -9,6 +9,11 @@ TensorFlow is not needed. A folder is TFDS's when those files say so by their co
 (`tfrecnp.data.tfds_meta`); ``spec=`` replaces the features it names, as TFDS's
 ``decoders=`` does (``{"image": tn.Bytes()}`` keeps the encoded images).
 
+A folder prepared with ``file_format="array_record"`` holds ArrayRecord shards
+(``<name>-<split>.array_record-00000-of-00004``) of the same serialized Examples; they are
+read natively (`tfrecnp.data.arrayrecord`), in the order ``builder.as_data_source(split)``
+gives: shard after shard, each in file order (a data source has no interleave).
+
 Splits are spelled as TFDS spells them (``"train"``, ``"train[:10%]"``, ``"test[100:200]"``,
 ``"train[-5%:]+test"``, ``"all"``) and resolved by TFDS's rules: percent bounds rounded to
 the closest record, each part a run of records over its split's shards in order. Records
@@ -37,9 +42,10 @@ import numpy as np
 from .._util import fs
 from .._util.offsets import offsets_of
 from ..errors import CorruptRecordError, SchemaError
-from ..example.infer import infer_spec
+from ..example.infer import infer_spec, infer_spec_of
 from ..example.spec import Feature, FixedLen, VarLen, as_spec, kind_of
 from ..example.tfds_features import Joined, TfdsFeatures, parse_features
+from .arrayrecord import ArrayRecordFiles, ArrayRecordSource
 from .blocks import Block, shuffle_blocks
 from .dataset import Dataset
 from .record_dataset import RecordSource, read_blocks
@@ -51,8 +57,8 @@ __all__ = ["TfdsDataset", "TfdsInfo", "TfdsSource", "is_tfds_folder", "open_tfds
 DEFAULT_TEMPLATE = "{DATASET}-{SPLIT}.{FILEFORMAT}-{SHARD_X_OF_Y}"
 INTERLEAVE_CYCLE = 16  # TFDS's ReadConfig defaults: files read at once ...
 INTERLEAVE_BLOCK = 16  # ... and records taken from each in turn
+READ_FORMATS = ("tfrecord", "array_record")
 OTHER_FORMATS = {
-    "array_record": "ArrayRecord (read it with the array_record package, or tfds.data_source)",
     "parquet": "Parquet (read it with pyarrow: pyarrow.parquet.read_table)",
     "riegeli": "Riegeli (read it with the riegeli package)",
 }
@@ -188,11 +194,12 @@ def read_info(path: Any, storage_options: dict | None = None) -> TfdsInfo:
             "without split= to read its shards as a folder of TFRecord files"
         )
     fmt = str(info.get("fileFormat") or "tfrecord").lower()
-    if fmt != "tfrecord":
+    if fmt not in READ_FORMATS:
         what = OTHER_FORMATS.get(fmt, f"the {fmt!r} file format")
         raise SchemaError(
-            f"{url} was prepared by TFDS as {what}, not TFRecord; tfrecnp reads TFRecord "
-            "folders (prepare it with download_and_prepare(file_format='tfrecord'))"
+            f"{url} was prepared by TFDS as {what}, not TFRecord or ArrayRecord; tfrecnp "
+            "reads those folders (prepare it with download_and_prepare(file_format="
+            "'tfrecord') or 'array_record')"
         )
 
     def labels(prefix: str) -> list[str] | None:
@@ -341,15 +348,16 @@ def wire_spec(spec: dict[str, Feature]) -> dict[str, Feature]:
 
 
 class TfdsSource(Source):
-    """Records of a TFDS split, in TFDS's order, read through a `RecordSource` over the
-    split's shards. `order` maps this source's record numbers to the record source's (None:
-    records offset..offset + count of it, in file order). `spec`: the features served,
+    """Records of a TFDS split, in TFDS's order, read through a `RecordSource` (or, for
+    ArrayRecord folders, an `ArrayRecordSource`) over the split's shards. `order` maps this
+    source's record numbers to the record source's (None: records offset..offset + count
+    of it, in file order). `spec`: the features served,
     where `Joined` ones (read through several wire features, `wire_spec`) are joined here
     after the record source decoded their parts."""
 
     def __init__(
         self,
-        inner: RecordSource,
+        inner: Any,
         info: TfdsInfo,
         split: str,
         *,
@@ -544,6 +552,12 @@ class TfdsDataset(Dataset):
                 "takes part of one: open a whole split (split='train'), take the part in Ray "
                 "(.limit(n), .split(k)), or save the slice first (ds.save('out.parquet'))"
             )
+        if source.info.file_format != "tfrecord":
+            raise ValueError(
+                f"to_ray reads TFRecord shards; {source.info.name} was prepared as "
+                f"{source.info.file_format}: save the split first (ds.save('out.parquet')) "
+                "and read that in Ray"
+            )
         from ..adapters.ray import read
 
         files = source.inner.files
@@ -566,7 +580,11 @@ def _survey_unknown(info: TfdsInfo, paths: list[str], spec: dict[str, Feature]) 
     unknown = [n for n, leaf in info.features.leaves.items() if leaf.spec is None and not leaf.wire]
     if not unknown or not paths:
         return
-    found = infer_spec(paths[:1])
+    if info.file_format == "array_record":
+        first = ArrayRecordSource(ArrayRecordFiles(paths[:1]), {})
+        found = infer_spec_of(first.sample(), paths[0])
+    else:
+        found = infer_spec(paths[:1])
     if not isinstance(found, dict):
         return
     for name in unknown:
@@ -681,8 +699,13 @@ def open_tfds(
             f"its wire features ({keys}) instead",
             stacklevel=3,
         )
-    inner = RecordSource.of(paths, wire_spec(spec), verify_crc=verify_crc, on_error=on_error)
-    cycle = 1 if info.disable_shuffling else INTERLEAVE_CYCLE
+    if info.file_format == "array_record":  # read as tfds.data_source reads: shards in order
+        files = ArrayRecordFiles(paths, on_error, verify_crc)
+        inner: Source = ArrayRecordSource(files, wire_spec(spec))
+        cycle = 1
+    else:
+        inner = RecordSource.of(paths, wire_spec(spec), verify_crc=verify_crc, on_error=on_error)
+        cycle = 1 if info.disable_shuffling else INTERLEAVE_CYCLE
     firsts = offsets_of(lengths)
     runs = [(int(firsts[f]) + skip, take) for f, skip, take in pieces]
     contiguous = all(a + n == b for (a, n), (b, _) in itertools.pairwise(runs))
