@@ -12,11 +12,12 @@ HEADER_HASH: int
 DATA_SIZE: int
 DATA_HASH: int
 INFO_FIELDS: int
+LAYOUT_FIELDS: int
 
 def riegeli_hash(data: Buffer) -> int: ...
 def unblock_chunks(
     buf: Buffer,
-    base: int,
+    at: Int64s,
     begins: Int64s,
     ends: Int64s,
     out: NDArray[np.uint8],
@@ -26,3 +27,7 @@ def unblock_chunks(
 def sizes_to_offsets(data: Buffer, offsets: Int64s) -> int: ...
 def varint(data: Buffer, at: int) -> tuple[int, int]: ...
 def uint_fields(data: Buffer, offsets: Int64s, out: NDArray[np.uint64]) -> int: ...
+def simple_layout(out: Buffer, info: NDArray[np.int64], layout: NDArray[np.int64]) -> None: ...
+def pread_ranges(
+    fd: int, offsets: Int64s, lengths: Int64s, at: Int64s, out: NDArray[np.uint8], got: Int64s
+) -> int: ...

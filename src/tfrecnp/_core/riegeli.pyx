@@ -72,31 +72,33 @@ cdef int64_t unblock(const uint8_t *src, int64_t pos, int64_t end, uint8_t *dst)
     return o
 
 
-def unblock_chunks(const uint8_t[::1] buf, int64_t base, const int64_t[::1] begins,
+def unblock_chunks(const uint8_t[::1] buf, const int64_t[::1] at, const int64_t[::1] begins,
                    const int64_t[::1] ends, uint8_t[::1] out, int64_t[:, ::1] info,
                    bint check_data=True) -> int:
-    """Chunks begins[k]..ends[k] (file positions) of `buf`, which holds the file's bytes
-    from position `base`: each copied into `out` without block headers, back to back, its
-    header read and hashes checked (the data's only when check_data). info[k] gets
-    INFO_FIELDS numbers (see above). Returns the bytes of `out` used."""
+    """Chunks begins[k]..ends[k] (file positions), whose bytes lie in `buf` from at[k] on
+    (a chunk read short, at the end of a file, ends where buf or the next chunk's bytes
+    begin): each copied into `out` without block headers, back to back, its header read
+    and hashes checked (the data's only when check_data). info[k] gets INFO_FIELDS numbers
+    (see above). Returns the bytes of `out` used."""
     cdef Py_ssize_t n = begins.shape[0], k
-    cdef int64_t have = buf.shape[0], cap = out.shape[0], o = 0, b, e, got, size, start
+    cdef int64_t have = buf.shape[0], cap = out.shape[0], o = 0, b, e, got, size, start, a
     cdef const uint8_t *h
-    if ends.shape[0] != n or info.shape[0] < n or info.shape[1] < C_INFO_FIELDS:
-        raise ValueError("begins, ends and info do not match")
+    if ends.shape[0] != n or at.shape[0] != n or info.shape[0] < n or info.shape[1] < C_INFO_FIELDS:
+        raise ValueError("at, begins, ends and info do not match")
     with nogil:
         for k in range(n):
             b = begins[k]
             e = ends[k]
+            a = at[k]
             info[k, 0] = o
             info[k, 1] = 0
             info[k, 2] = 0
             info[k, 3] = 0
             info[k, 4] = 0
-            if b < base or e < b or e - base > have or e - b > cap - o:
+            if a < 0 or e < b or a > have or e - b > have - a or e - b > cap - o:
                 info[k, 5] = C_OUTSIDE
                 continue
-            got = unblock(&buf[0] + (b - base), b, e, &out[0] + o)
+            got = unblock(&buf[0] + a, b, e, &out[0] + o)
             if got < CHUNK_HEADER:
                 info[k, 5] = C_OUTSIDE
                 continue
@@ -227,3 +229,116 @@ def uint_fields(const uint8_t[::1] data, const int64_t[::1] offsets, uint64_t[:,
             if bad >= 0:
                 break
     return bad
+
+
+cdef enum:
+    L_KIND = 0
+    L_SIZES_AT = 1
+    L_SIZES_LEN = 2
+    L_SIZES_SIZE = 3
+    L_VALUES_AT = 4
+    L_VALUES_LEN = 5
+    L_VALUES_SIZE = 6
+    L_OK = 7
+    C_LAYOUT_FIELDS = 8
+
+LAYOUT_FIELDS = C_LAYOUT_FIELDS
+
+
+cdef inline int64_t block_of(const uint8_t *data, int64_t at, int64_t n, int kind,
+                             int64_t[:, ::1] layout, Py_ssize_t k, int col) noexcept nogil:
+    """A compressed block data[at:at + n]: where its codec's bytes lie, their length and
+    the size they decompress to (its varint prefix; the block itself when kind is 0).
+    Returns 0, or -1 when the prefix is malformed."""
+    cdef uint64_t size
+    cdef int64_t got
+    if kind == 0:
+        layout[k, col] = at
+        layout[k, col + 1] = n
+        layout[k, col + 2] = n
+        return 0
+    got = read_varint(data + at, n, &size)
+    if got < 0 or size > (1ULL << 62):
+        return -1
+    layout[k, col] = at + got
+    layout[k, col + 1] = n - got
+    layout[k, col + 2] = <int64_t>size
+    return 0
+
+
+def simple_layout(const uint8_t[::1] out, const int64_t[:, ::1] info, int64_t[:, ::1] layout):
+    """Where the parts of each simple chunk's data lie (the chunks `unblock_chunks` put in
+    `out` and described in `info`): layout[k] = compression byte, then (start in out,
+    length, decompressed size) of the compressed record sizes and of the compressed
+    values, then 1 when the chunk is a simple chunk laid out well, else 0."""
+    cdef Py_ssize_t n = info.shape[0], k
+    cdef int64_t start, size, p, sizes_len, have = out.shape[0]
+    cdef uint64_t v
+    cdef int64_t got
+    cdef int kind
+    if layout.shape[0] < n or layout.shape[1] < C_LAYOUT_FIELDS:
+        raise ValueError("layout does not match info")
+    with nogil:
+        for k in range(n):
+            layout[k, L_OK] = 0
+            layout[k, L_KIND] = -1
+            if info[k, 5] != C_OK or info[k, 2] != 0x72:  # 'r'
+                continue
+            start = info[k, 0]
+            size = info[k, 1]
+            if start < 0 or size < 1 or size > have - start:
+                continue
+            kind = out[start]
+            layout[k, L_KIND] = kind
+            got = read_varint(&out[0] + start + 1, size - 1, &v)
+            if got < 0 or v > <uint64_t>(size - 1 - got):
+                continue
+            p = start + 1 + got
+            sizes_len = <int64_t>v
+            if block_of(&out[0], p, sizes_len, kind, layout, k, L_SIZES_AT) < 0:
+                continue
+            if block_of(&out[0], p + sizes_len, start + size - p - sizes_len, kind, layout, k,
+                        L_VALUES_AT) < 0:
+                continue
+            layout[k, L_OK] = 1
+
+
+cdef extern from "<unistd.h>" nogil:
+    ssize_t pread(int fd, void *buf, size_t count, long offset)
+
+cdef extern from "<errno.h>" nogil:
+    int errno
+    int EINTR
+
+
+def pread_ranges(int fd, const int64_t[::1] offsets, const int64_t[::1] lengths,
+                 const int64_t[::1] at, uint8_t[::1] out, int64_t[::1] got) -> int:
+    """Ranges of the open file fd (offsets[r], lengths[r] bytes) into out[at[r]:], without
+    the GIL; got[r]: the bytes read (fewer at the end of the file). Returns 0, or the errno
+    of the first read that failed."""
+    cdef Py_ssize_t n = offsets.shape[0], r
+    cdef int64_t done, cap = out.shape[0]
+    cdef ssize_t k
+    cdef int err = 0
+    if lengths.shape[0] != n or at.shape[0] != n or got.shape[0] != n:
+        raise ValueError("offsets, lengths, at and got do not match")
+    for r in range(n):
+        if offsets[r] < 0 or lengths[r] < 0 or at[r] < 0 or lengths[r] > cap - at[r]:
+            raise ValueError(f"range {r} does not fit the output")
+    with nogil:
+        for r in range(n):
+            done = 0
+            while done < lengths[r]:
+                k = pread(fd, &out[0] + at[r] + done, lengths[r] - done, offsets[r] + done)
+                if k < 0:
+                    if errno == EINTR:
+                        continue
+                    err = errno
+                    break
+                if k == 0:
+                    break
+                done += k
+            got[r] = done
+            if err:
+                break
+    return err

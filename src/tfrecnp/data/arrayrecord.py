@@ -53,7 +53,8 @@ __all__ = [
     "open_array_record",
 ]
 
-CACHE_BYTES = 256 << 20  # decompressed chunks kept for reads by position
+CACHE_BYTES = 256 << 20  # decompressed chunks kept for reads by position ...
+CACHE_MIN_RECORDS = 64  # ... of at least these many records (a small one is read anew)
 SAMPLE_RECORDS = 1024  # records sampled to infer a spec and to size records
 SAMPLE_BYTES = 32 << 20
 MAX_SAMPLED_FILES = 32
@@ -158,41 +159,92 @@ class ArrayRecordFiles:
     def chunk_of(self, records: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.chunk_firsts, records, "right") - 1
 
-    def load(self, c0: int, c1: int) -> list[RecordBatch | None]:
-        """Global chunks c0..c1 (one file), read with one positioned read: each one's
-        records, or None for a damaged chunk skipped under on_error (raised otherwise)."""
-        k = int(self.chunk_file[c0])
-        local = int(self.chunk_local[c0])
+    def decode(self, chunks: np.ndarray) -> list[tuple[np.ndarray, RecordBatch, np.ndarray]]:
+        """Global chunks (sorted, unique), read and decoded file by file (one call each:
+        `ArrayRecordFile.chunk_records`): per file, (its chunks asked for, their records,
+        each one's first row in them or -1 for a damaged chunk skipped under on_error;
+        raised otherwise)."""
         out = []
-        for batch, error in self.files[k].read_chunks(local, local + c1 - c0, self.verify):
-            if error is not None:
+        files = self.chunk_file[chunks]
+        cuts = np.flatnonzero(np.diff(files)) + 1
+        for part in np.split(chunks, cuts):
+            if not len(part):
+                continue
+            k = int(self.chunk_file[part[0]])
+            got = self.files[k].chunk_records(self.chunk_local[part], self.verify)
+            for error in got.errors:
                 self.damage.report(error, stacklevel=3)
-            out.append(batch)
+            out.append((part, got.batch, got.rows))
         return out
 
-    def chunks(self, wanted: np.ndarray) -> dict[int, RecordBatch | None]:
-        """These global chunks (unique, sorted), from the cache or read (runs of
-        consecutive chunks of a file with one read each), then kept in the cache."""
-        got: dict[int, RecordBatch | None] = {}
-        missing = []
+    def records(self, ids: np.ndarray) -> RecordBatch:
+        """The records at these global numbers, in this order (repeats allowed), left in
+        their chunks' buffers; records of skipped chunks are left out. Chunks of at least
+        CACHE_MIN_RECORDS records are kept decompressed (CACHE_BYTES in all)."""
+        ids = np.asarray(ids, np.int64)
+        chunk = self.chunk_of(ids)
+        wanted = np.unique(chunk)
+        buffers: list[RecordBatch] = []
+        slot_buf = np.full(len(wanted), -1, np.int64)
+        slot_row = np.zeros(len(wanted), np.int64)
+        sizes = self.chunk_firsts[wanted + 1] - self.chunk_firsts[wanted]
+        big = sizes >= CACHE_MIN_RECORDS
+        missing = np.ones(len(wanted), bool)
+        if big.any():
+            with self._lock:
+                for j in np.flatnonzero(big).tolist():
+                    c = int(wanted[j])
+                    if c in self._cache:
+                        self._cache.move_to_end(c)
+                        hit = self._cache[c]
+                        missing[j] = False
+                        if hit is not None:
+                            slot_buf[j], slot_row[j] = len(buffers), 0
+                            buffers.append(hit)
+        if missing.any():
+            where = np.flatnonzero(missing)
+            kept: list[tuple[int, RecordBatch | None]] = []
+            at = 0
+            for part, batch, rows in self.decode(wanted[where]):
+                js = where[at : at + len(part)]
+                at += len(part)
+                ok = rows >= 0
+                slot_buf[js[ok]] = len(buffers)
+                slot_row[js[ok]] = rows[ok]
+                buffers.append(batch)
+                for j, row in zip(js[big[js]].tolist(), rows[big[js]].tolist(), strict=True):
+                    n = int(sizes[j])
+                    kept.append((int(wanted[j]), batch.slice(row, row + n) if row >= 0 else None))
+            if kept:
+                self._keep(kept)
+        good = slot_buf >= 0
+        if not good.all():
+            keep = good[np.searchsorted(wanted, chunk)]
+            ids, chunk = ids[keep], chunk[keep]
+        j = np.searchsorted(wanted, chunk)
+        which = slot_buf[j]
+        if buffers:
+            firsts = np.cumsum([0, *[len(b.offsets) for b in buffers]])[:-1]
+            offsets = np.concatenate([b.offsets for b in buffers])
+            at_row = firsts[which] + slot_row[j] + (ids - self.chunk_firsts[chunk])
+            starts, ends = offsets[at_row], offsets[at_row + 1]
+        else:
+            starts = ends = np.empty(0, np.int64)
+        return RecordBatch.spans(
+            [b.data for b in buffers], starts, ends, self.origins(ids), which=which
+        )
+
+    def cached(self, c: int) -> RecordBatch | None:
+        """Chunk c's records, when the cache holds them."""
         with self._lock:
-            for c in wanted.tolist():
-                if c in self._cache:
-                    self._cache.move_to_end(c)
-                    got[c] = self._cache[c]
-                else:
-                    missing.append(c)
-        if not missing:
-            return got
-        miss = np.array(missing, np.int64)
-        cuts = np.flatnonzero((np.diff(miss) != 1) | (np.diff(self.chunk_file[miss]) != 0)) + 1
-        for run in np.split(miss, cuts):
-            c0, c1 = int(run[0]), int(run[-1]) + 1
-            for c, batch in zip(range(c0, c1), self.load(c0, c1), strict=True):
-                got[c] = batch
+            batch = self._cache.get(c)
+            if batch is not None:
+                self._cache.move_to_end(c)
+            return batch
+
+    def _keep(self, kept: list[tuple[int, RecordBatch | None]]) -> None:
         with self._lock:
-            for c in missing:
-                batch = got[c]
+            for c, batch in kept:
                 if c in self._cache:
                     continue
                 self._cache[c] = batch
@@ -200,37 +252,6 @@ class ArrayRecordFiles:
             while self._cached > CACHE_BYTES and len(self._cache) > 1:
                 _, old = self._cache.popitem(last=False)
                 self._cached -= old.nbytes if old is not None else 0
-        return got
-
-    def records(self, ids: np.ndarray) -> RecordBatch:
-        """The records at these global numbers, in this order (repeats allowed), left in
-        their chunks' buffers; records of skipped chunks are left out."""
-        ids = np.asarray(ids, np.int64)
-        chunk = self.chunk_of(ids)
-        wanted = np.unique(chunk)
-        got = self.chunks(wanted)
-        keep = np.array([got[c] is not None for c in wanted.tolist()], bool)
-        if not keep.all():
-            good = keep[np.searchsorted(wanted, chunk)]
-            ids, chunk = ids[good], chunk[good]
-            wanted = wanted[keep]
-        slot = np.searchsorted(wanted, chunk)
-        batches = [got[c] for c in wanted.tolist()]
-        local = ids - self.chunk_firsts[chunk]
-        if batches:
-            firsts = np.cumsum([0, *[len(b.offsets) for b in batches]])[:-1]
-            offsets = np.concatenate([b.offsets for b in batches])
-            at = firsts[slot] + local
-            starts, ends = offsets[at], offsets[at + 1]
-        else:
-            starts = ends = np.empty(0, np.int64)
-        return RecordBatch.spans(
-            [b.data for b in batches],
-            starts,
-            ends,
-            self.origins(ids),
-            which=slot.astype(np.int64),
-        )
 
     def origins(self, ids: np.ndarray) -> Origins:
         """Each global record's file and record number in that file."""
@@ -254,20 +275,14 @@ class ArrayRecordFiles:
         return [(int(c[x]), int(c[y - 1]) + 1) for x, y in itertools.pairwise(bounds)]
 
     def span(self, c0: int, c1: int, a: int, b: int) -> RecordBatch:
-        """Records a..b of chunks c0..c1, read together (a damaged chunk's left out)."""
-        parts = []
-        for c, batch in zip(range(c0, c1), self.load(c0, c1), strict=True):
-            if batch is None:
-                continue
-            first = int(self.chunk_firsts[c])
-            x, y = max(a, first), min(b, first + len(batch))
-            if x < y:
-                parts.append(batch.slice(x - first, y - first) if y - x < len(batch) else batch)
-        if not parts:
-            return RecordBatch(
-                np.empty(0, np.uint8), np.zeros(1, np.int64), Origins((), np.empty(0, np.int64))
-            )
-        return RecordBatch.concat(parts)
+        """Records a..b of chunks c0..c1 (one file), read together (a damaged chunk's left
+        out, under on_error)."""
+        ((_, batch, _),) = self.decode(np.arange(c0, c1, dtype=np.int64))
+        k = int(self.chunk_file[c0])
+        first = int(self.file_starts[k])
+        local = batch.origins.locs  # record numbers in the file, ascending
+        x, y = np.searchsorted(local, [a - first, b - first]).tolist()
+        return batch if (x, y) == (0, len(batch)) else batch.slice(x, y)
 
 
 class ArrayRecordSource(Source):
@@ -331,6 +346,32 @@ class ArrayRecordSource(Source):
         return self._decode(self.files.records(np.asarray(ids, np.int64)))
 
     def read_one(self, i: int) -> dict[str, Any]:
+        files = self.files
+        c = int(np.searchsorted(files.chunk_firsts, i, "right")) - 1
+        first = int(files.chunk_firsts[c])
+        if 0 <= c < len(files.chunk_file) and files.chunk_firsts[c + 1] - first == 1:
+            # ds[i]'s short path, for chunks of one record (TFDS's group_size 1)
+            try:
+                data, offsets = files.files[int(files.chunk_file[c])].one_chunk(
+                    int(files.chunk_local[c]), files.verify
+                )
+            except CorruptRecordError:
+                data = None  # the long way names it, or skips it
+            if data is not None:
+                record = self.decoder.decode_one(data, int(offsets[0]), int(offsets[1]))
+                if record is not None:
+                    return record
+        elif 0 <= c < len(files.chunk_file):  # a chunk kept decompressed, or to be kept
+            batch = files.cached(c)
+            if batch is None:
+                files.records(np.array([i], np.int64))  # reads it, and keeps it
+                batch = files.cached(c)
+            if batch is not None:
+                r = i - first
+                a, b = int(batch.offsets[r]), int(batch.offsets[r + 1])
+                record = self.decoder.decode_one(batch.data, a, b)
+                if record is not None:
+                    return record
         cols = self.read_span(i, i + 1)
         if not len(next(iter(cols.values()), ())):
             raise IndexError(

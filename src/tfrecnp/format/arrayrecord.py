@@ -34,8 +34,9 @@ from typing import Any
 
 import numpy as np
 
-from .._core import riegeli
+from .._core import framing, riegeli
 from .._util import fs
+from .._util.offsets import offsets_of
 from .._util.optional import require
 from ..errors import CorruptRecordError, SchemaError
 from .payloads import Origins, RecordBatch
@@ -58,6 +59,7 @@ SIGNATURE = bytes.fromhex(
 SIMPLE, TRANSPOSED = ord("r"), ord("t")
 CODECS = {0: "uncompressed", ord("b"): "brotli", ord("z"): "zstd", ord("s"): "snappy"}
 HINT = "pass on_error='skip' to read the other chunks' records"
+_ZERO = np.zeros(1, np.int64)
 _STATUS = {
     riegeli.OUTSIDE: "chunk cut short (the file is truncated or its footer is damaged)",
     riegeli.HEADER_HASH: "chunk header hash mismatch",
@@ -191,20 +193,8 @@ class ArrayRecordFile:
 
     def read(self, start: int, stop: int) -> np.ndarray:
         """File bytes start..stop (fewer at the end of the file)."""
-        if stop <= start:
-            return np.empty(0, np.uint8)
-        if fs.is_url(self.path):
-            return np.frombuffer(fs.read_ranges(self.path, [start], [stop])[0], np.uint8)
-        if self._fd is None or self._pid != os.getpid():
-            self._fd, self._pid = os.open(self.path, os.O_RDONLY), os.getpid()
-        out = np.empty(stop - start, np.uint8)
-        view, got = memoryview(out), 0
-        while got < len(out):
-            n = os.preadv(self._fd, [view[got:]], start + got)
-            if n <= 0:
-                break
-            got += n
-        return out[:got]
+        out = np.empty(max(0, stop - start), np.uint8)
+        return out[: self.read_into(out, start)] if len(out) else out
 
     def _bad(self, reason: str, offset: int, record: int = -1) -> CorruptRecordError:
         return CorruptRecordError(
@@ -220,11 +210,26 @@ class ArrayRecordFile:
         return self._footer
 
     def _one_chunk(self, begin: int, end: int, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """The records of the chunk at begin..end that is not in the index (the footer, the
+        postscript): its bytes and offsets."""
         buf = self.read(begin, end)
-        values, offsets, error = self._decode(buf, begin, np.array([begin]), np.array([end]))[0]
-        if error is not None:
-            raise self._bad(f"the {what} is damaged: {error.reason}", begin)
-        return values, offsets
+        out = np.empty(len(buf), np.uint8)
+        info = np.zeros((1, riegeli.INFO_FIELDS), np.int64)
+        riegeli.unblock_chunks(
+            buf, np.zeros(1, np.int64), np.array([begin]), np.array([end]), out, info
+        )
+        start, size, kind, records, decoded, status = info[0].tolist()
+        why = _STATUS.get(status) if status != riegeli.OK else None
+        if why is None and kind != SIMPLE:
+            why = f"chunk type {kind:#x} where a simple chunk was expected"
+        if why is None:
+            try:
+                return decode_simple(out[start : start + size], records, decoded)
+            except ImportError:
+                raise
+            except Exception as e:
+                why = f"undecodable: {e}"
+        raise self._bad(f"the {what} is damaged: {why}", begin)
 
     def _read_footer(self) -> Footer:
         size = fs.size(self.path) if fs.is_url(self.path) else os.path.getsize(self.path)
@@ -279,32 +284,159 @@ class ArrayRecordFile:
         """The chunk holding each record number."""
         return np.searchsorted(self.footer.firsts, records, "right") - 1
 
+    def chunk_records(self, ks: np.ndarray, check: bool = True) -> ChunkRecords:
+        """The records of chunks ks (sorted, unique): read with one positioned read per run
+        of neighbouring chunks, hashes checked, decompressed, their record sizes decoded,
+        all at once (no Python work per chunk where the chunks are zstd or uncompressed).
+        A damaged chunk is left out and its error listed; transposed chunks raise
+        SchemaError."""
+        f = self.footer
+        ks = np.asarray(ks, np.int64)
+        begins, ends = f.offsets[ks], f.ends[ks]
+        at = offsets_of(ends - begins)
+        buf = np.empty(int(at[-1]), np.uint8)
+        firsts = np.flatnonzero(np.r_[True, begins[1:] != ends[:-1]])  # runs' first chunks
+        stops = np.r_[firsts[1:], len(ks)]
+        wanted = at[stops] - at[firsts]
+        got = self._read_runs(buf, begins[firsts], wanted, at[firsts])
+        n = len(ks)
+        out = np.empty(len(buf), np.uint8)
+        info = np.zeros((n, riegeli.INFO_FIELDS), np.int64)
+        riegeli.unblock_chunks(buf, at[:-1], begins, ends, out, info, check)
+        del buf
+        if np.any(got < wanted):  # the file ends inside chunks: those are cut short
+            run = np.repeat(np.arange(len(firsts)), stops - firsts)
+            read_to = (at[firsts] + got)[run]
+            info[at[1:] > read_to, 5] = riegeli.OUTSIDE
+        status = info[:, 5]
+        if np.any((status == riegeli.OK) & (info[:, 2] == TRANSPOSED)):
+            raise SchemaError(
+                f"{self.path} holds transposed chunks (written with the 'transpose:true' "
+                "option); tfrecnp reads ArrayRecord files of simple chunks, the writer's "
+                "default: rewrite it without transpose (or read it with array_record)"
+            )
+        layout = np.zeros((n, riegeli.LAYOUT_FIELDS), np.int64)
+        riegeli.simple_layout(out, info, layout)
+        reasons: dict[int, str] = {}
+        for k in np.flatnonzero(status != riegeli.OK).tolist():
+            reasons[k] = _STATUS[int(status[k])]
+        for k in np.flatnonzero((status == riegeli.OK) & (layout[:, 7] == 0)).tolist():
+            kind = int(info[k, 2])
+            reasons[k] = (
+                "chunk data undecodable: its layout is malformed"
+                if kind == SIMPLE
+                else f"chunk type {kind:#x} where records were expected"
+            )
+        said = f.firsts[ks + 1] - f.firsts[ks]
+        for k in np.flatnonzero((info[:, 3] != said) & (layout[:, 7] == 1)).tolist():
+            reasons[k] = f"chunk holds {int(info[k, 3])} records, the footer says {int(said[k])}"
+        good = np.ones(n, bool)
+        good[list(reasons)] = False
+        values, offsets, more = _decode_simple_chunks(out, info[good], layout[good])
+        if more:  # chunks the batched decode found malformed: named, and the rest decoded
+            idx = np.flatnonzero(good)
+            for j, why in more.items():
+                reasons[int(idx[j])] = f"chunk data undecodable: {why}"
+            good[list(reasons)] = False
+            values, offsets, _ = _decode_simple_chunks(out, info[good], layout[good])
+        counts = info[good, 3]
+        firsts = f.firsts[ks[good]]
+        local = np.repeat(firsts - offsets_of(counts)[:-1], counts) + np.arange(
+            int(counts.sum()), dtype=np.int64
+        )
+        batch = RecordBatch(values, offsets, Origins((str(self.path),), local))
+        rows = np.full(n, -1, np.int64)
+        rows[good] = offsets_of(counts)[:-1]
+        errors = [self._chunk_error(why, int(ks[k])) for k, why in sorted(reasons.items())]
+        return ChunkRecords(batch, rows, errors)
+
+    def one_chunk(self, k: int, check: bool = True) -> tuple[np.ndarray, np.ndarray]:
+        """Chunk k's records (bytes, offsets): `ds[i]`'s short path (one read, one core
+        call, one decompression per part). CorruptRecordError when it is damaged."""
+        f = self.footer
+        begin, end = int(f.offsets[k]), int(f.ends[k])
+        buf = self.read(begin, end)
+        out = np.empty(len(buf), np.uint8)
+        info = np.zeros((1, riegeli.INFO_FIELDS), np.int64)
+        riegeli.unblock_chunks(buf, _ZERO, np.array([begin]), np.array([end]), out, info, check)
+        start, size, kind, records, decoded, status = info[0].tolist()
+        said = int(f.firsts[k + 1] - f.firsts[k])
+        if status == riegeli.OK and kind == TRANSPOSED:
+            self.chunk_records(np.array([k]), check)  # raises SchemaError, naming them
+        if status != riegeli.OK or kind != SIMPLE or records != said:
+            return self._one_the_long_way(k, check)
+        try:
+            return decode_simple(out[start : start + size], records, decoded)
+        except ImportError:
+            raise
+        except Exception:
+            return self._one_the_long_way(k, check)
+
+    def _one_the_long_way(self, k: int, check: bool) -> tuple[np.ndarray, np.ndarray]:
+        got = self.chunk_records(np.array([k], np.int64), check)
+        if got.errors:
+            raise got.errors[0]
+        return got.batch.data, got.batch.offsets
+
     def read_chunks(
         self, k0: int, k1: int, check: bool = True
     ) -> list[tuple[RecordBatch | None, CorruptRecordError | None]]:
-        """Chunks k0..k1, read with one positioned read: for each, (its records as a packed
-        batch, None), or (None, the damage that keeps it from being read)."""
+        """Chunks k0..k1, each as (its records, None) or (None, the damage)."""
+        got = self.chunk_records(np.arange(k0, k1, dtype=np.int64), check)
+        errors = {e.offset: e for e in got.errors}
+        out: list[tuple[RecordBatch | None, CorruptRecordError | None]] = []
         f = self.footer
-        if k0 >= k1:
-            return []
-        begins, ends = f.offsets[k0:k1], f.ends[k0:k1]
-        buf = self.read(int(begins[0]), int(ends[-1]))
-        out = []
-        for k, (values, offsets, error) in zip(
-            range(k0, k1), self._decode(buf, int(begins[0]), begins, ends, check), strict=True
-        ):
-            if error is None:
-                first = int(f.firsts[k])
-                n = len(offsets) - 1
-                if n != int(f.firsts[k + 1]) - first:
-                    said = int(f.firsts[k + 1]) - first
-                    error = self._chunk_error(f"chunk holds {n} records, the footer says {said}", k)
-                else:
-                    origins = Origins.run(str(self.path), first, n)
-                    out.append((RecordBatch(values, offsets, origins), None))
-                    continue
-            out.append((None, error if error.path else self._chunk_error(error.reason, k)))
+        for j, k in enumerate(range(k0, k1)):
+            row = int(got.rows[j])
+            if row < 0:
+                out.append((None, errors[int(f.offsets[k])]))
+                continue
+            n = int(f.firsts[k + 1] - f.firsts[k])
+            out.append((got.batch.slice(row, row + n), None))
         return out
+
+    def _read_runs(
+        self, buf: np.ndarray, starts: np.ndarray, lengths: np.ndarray, at: np.ndarray
+    ) -> np.ndarray:
+        """Runs of file bytes into buf (run r: lengths[r] bytes from starts[r], to at[r]):
+        local files in one core call without the GIL. The bytes read of each."""
+        got = np.zeros(len(starts), np.int64)
+        if fs.is_url(self.path):
+            for r in range(len(starts)):
+                a = int(at[r])
+                got[r] = self.read_into(buf[a : a + int(lengths[r])], int(starts[r]))
+            return got
+        self._open()
+        err = riegeli.pread_ranges(
+            self._fd,
+            np.ascontiguousarray(starts),
+            np.ascontiguousarray(lengths),
+            np.ascontiguousarray(at),
+            buf,
+            got,
+        )
+        if err:
+            raise OSError(err, os.strerror(err), str(self.path))
+        return got
+
+    def _open(self) -> None:
+        if self._fd is None or self._pid != os.getpid():
+            self._fd, self._pid = os.open(self.path, os.O_RDONLY), os.getpid()
+
+    def read_into(self, out: np.ndarray, start: int) -> int:
+        """File bytes from start into out (fewer at the end of the file): bytes read."""
+        if fs.is_url(self.path):
+            data = fs.read_ranges(self.path, [start], [start + len(out)])[0]
+            out[: len(data)] = np.frombuffer(data, np.uint8)
+            return len(data)
+        self._open()
+        view, got = memoryview(out), 0
+        while got < len(out):
+            n = os.preadv(self._fd, [view[got:]], start + got)
+            if n <= 0:
+                break
+            got += n
+        return got
 
     def _chunk_error(self, reason: str, k: int) -> CorruptRecordError:
         f = self.footer
@@ -313,45 +445,86 @@ class ArrayRecordFile:
         at = int(f.offsets[k])
         return self._bad(f"{reason} (chunk {k} at byte {at}, holding {records})", at, a)
 
-    def _decode(
-        self, buf: np.ndarray, base: int, begins: np.ndarray, ends: np.ndarray, check: bool = True
-    ) -> list:
-        """(values, offsets, None) or (None, None, error) per chunk; errors made here carry
-        no path (the caller names the chunk)."""
-        begins = np.ascontiguousarray(begins, np.int64)
-        ends = np.ascontiguousarray(ends, np.int64)
-        n = len(begins)
-        out = np.empty(int(ends[-1] - begins[0]) if n else 0, np.uint8)
-        info = np.zeros((n, riegeli.INFO_FIELDS), np.int64)
-        riegeli.unblock_chunks(buf, base, begins, ends, out, info, check)
-        results: list = []
-        for k in range(n):
-            start, size, kind, records, decoded, status = info[k].tolist()
-            if status != riegeli.OK:
-                results.append((None, None, CorruptRecordError(_STATUS[status])))
-                continue
-            if kind == TRANSPOSED:
-                raise SchemaError(
-                    f"{self.path} holds transposed chunks (written with the 'transpose:true' "
-                    "option); tfrecnp reads ArrayRecord files of simple chunks, the writer's "
-                    "default: rewrite it without transpose (or read it with array_record)"
-                )
-            if kind != SIMPLE:
-                why = f"chunk type {kind:#x} where records were expected"
-                results.append((None, None, CorruptRecordError(why)))
-                continue
-            try:
-                values, offsets = decode_simple(out[start : start + size], records, decoded)
-            except ValueError as e:
-                results.append((None, None, CorruptRecordError(f"chunk data undecodable: {e}")))
-                continue
-            except ImportError:
-                raise
-            except Exception as e:  # a codec's own error on damaged bytes
-                results.append((None, None, CorruptRecordError(f"chunk data undecodable: {e}")))
-                continue
-            results.append((values, offsets, None))
-        return results
+
+@dataclass(frozen=True)
+class ChunkRecords:
+    """The records of some chunks of a file, back to back in chunk order (origins: the
+    file and record numbers); rows[j], the first row of the j-th chunk asked for (-1: it
+    was damaged: see errors)."""
+
+    batch: RecordBatch
+    rows: np.ndarray
+    errors: list[CorruptRecordError]
+
+
+def _decode_simple_chunks(
+    out: np.ndarray, info: np.ndarray, layout: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Simple chunks laid out in `out` -> (their records' bytes back to back, the records'
+    n + 1 offsets, {chunk: why} for chunks whose data do not hold what their headers say).
+    Chunks all zstd or all uncompressed are decompressed and their sizes decoded at once;
+    others (brotli, snappy, a mix), and any batch that does not add up, chunk by chunk."""
+    kinds = set(layout[:, 0].tolist())
+    n_records = info[:, 3]
+    if len(kinds) == 1 and kinds <= {0, ord("z")}:
+        kind = kinds.pop()
+        sizes = _gather_blocks(out, layout[:, 1], layout[:, 2], layout[:, 3], kind)
+        values = _gather_blocks(out, layout[:, 4], layout[:, 5], layout[:, 6], kind)
+        if sizes is not None and values is not None:
+            offsets = np.empty(int(n_records.sum()) + 1, np.int64)
+            used = riegeli.sizes_to_offsets(sizes, offsets)
+            ends = offsets[offsets_of(n_records)[1:]]
+            adds_up = used == len(sizes) and np.array_equal(ends, np.cumsum(info[:, 4]))
+            if adds_up and np.array_equal(info[:, 4], layout[:, 6]):
+                return values, offsets, {}
+    # chunk by chunk: slower, and says which chunk is wrong
+    parts, sizes_list, bad = [], [], {}
+    for j in range(len(info)):
+        start, size = int(info[j, 0]), int(info[j, 1])
+        try:
+            v, o = decode_simple(out[start : start + size], int(info[j, 3]), int(info[j, 4]))
+        except ImportError:
+            raise
+        except Exception as e:  # ValueError, or a codec's own error on damaged bytes
+            bad[j] = str(e)
+            continue
+        parts.append(v)
+        sizes_list.append(np.diff(o))
+    if bad:
+        return np.empty(0, np.uint8), np.zeros(1, np.int64), bad
+    values = np.concatenate(parts) if parts else np.empty(0, np.uint8)
+    lengths = np.concatenate(sizes_list) if sizes_list else np.empty(0, np.int64)
+    return values, offsets_of(lengths), {}
+
+
+def _gather_blocks(
+    out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, sizes: np.ndarray, kind: int
+) -> np.ndarray | None:
+    """Blocks of out, back to back: as they are (kind 0), or zstd frames decompressed in
+    one call into a buffer of the sizes their prefixes declare (None when they decompress
+    to other sizes)."""
+    starts = np.ascontiguousarray(starts, np.int64)
+    lengths = np.ascontiguousarray(lengths, np.int64)
+    packed = np.empty(int(lengths.sum()), np.uint8)
+    framing.gather_ranges(out, starts, lengths, packed)
+    if kind == 0:
+        return packed
+    total = int(sizes.sum())
+    into = np.empty(total, np.uint8)
+    if not len(packed):
+        return into if total == 0 else None
+    try:
+        reader = _zstd().stream_reader(packed, read_across_frames=True)
+        view, got = memoryview(into), 0
+        while got < total:
+            k = reader.readinto(view[got:])
+            if not k:
+                break
+            got += k
+        extra = reader.read(1)
+    except Exception:  # a frame the codec refuses: found again chunk by chunk
+        return None
+    return into if got == total and not extra else None
 
 
 def _metadata(msg: bytes) -> tuple[int, int, int, str] | None:

@@ -1,0 +1,166 @@
+"""ArrayRecord (issue 36): tfrecnp's native reader against the `array-record` package, on the
+same files (written by array-record's ArrayRecordWriter, zstd:3, group_size 1 and 65 536).
+
+Records are tf.train.Examples of about 230 bytes (an int64 id, 16 float32, 64 random bytes,
+0-7 int64 tokens). Cases, each in records/s, tfrecnp decoding every feature to NumPy and
+array-record returning serialized bytes only:
+
+- random ``ds[i]`` against ``ArrayRecordDataSource[i]``, one record per call;
+- ``ds[list]`` of 1024 random indices against ``ArrayRecordReader.read(indices)``;
+- a sequential pass, ``ds.batches(1024)`` against ``ArrayRecordReader.read_all()``.
+
+The sides run in one process, round-robin (`common.interleaved`); medians of --runs rounds.
+Files are written once into bench-data/ and read from the page cache.
+
+    python benchmarks/run.py arrayrecord [--runs N] [--quick]
+
+Last run (--quick: 40 000 records; 2-core machine shared with other work, load about 2),
+tfrecnp / array-record records/s:
+
+    group 1      random ds[i]       49.8 k / 12.8 k   3.9x
+                 ds[list of 1024]  379.0 k / 339 k    1.1x
+                 batches(1024)     959 k   / 498 k    1.9x
+    group 65536  random ds[i]      132 k   / 130      ~1000x (array-record decompresses the
+                                                      group for every record)
+                 ds[list of 1024]  1.58 M  / 135 k    11.7x
+                 batches(1024)     801 k   / 1.99 M   0.40x (decoding every feature, against
+                                                      bytes only: the decoder sets the pace)
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import DATA_DIR, format_rate, interleaved, warm_page_cache
+
+GROUPS = (1, 65536)
+RECORDS = 400_000
+RANDOM_CALLS = 4000  # ds[i] calls per round
+LIST = 1024  # indices per ds[list]
+LISTS = 8  # ds[list] calls per round
+
+
+def _varint(v: int) -> bytes:
+    out = bytearray()
+    v &= (1 << 64) - 1
+    while v >= 0x80:
+        out.append(v & 0x7F | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _field(tag: int, body: bytes) -> bytes:
+    return bytes([tag]) + _varint(len(body)) + body
+
+
+def _example(i: int, rng: np.random.Generator) -> bytes:
+    """A serialized tf.train.Example (written by hand: the files are array-record's)."""
+    features = {
+        "id": _field(0x1A, _field(0x0A, _varint(i))),
+        "x": _field(0x12, _field(0x0A, rng.standard_normal(16).astype("<f4").tobytes())),
+        "blob": _field(0x0A, _field(0x0A, rng.integers(0, 256, 64, np.uint8).tobytes())),
+        "tokens": _field(0x1A, _field(0x0A, b"".join(_varint(t) for t in range(i % 8)))),
+    }
+    entries = b"".join(
+        _field(0x0A, _field(0x0A, k.encode()) + _field(0x12, v)) for k, v in features.items()
+    )
+    return _field(0x0A, entries)
+
+
+def _write(path: Path, n: int, group: int) -> Path:
+    if path.exists():
+        return path
+    import array_record.python.array_record_module as arm
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    tmp = path.with_suffix(".tmp")
+    w = arm.ArrayRecordWriter(str(tmp), f"group_size:{group},zstd:3")
+    for i in range(n):
+        w.write(_example(i, rng))
+    w.close()
+    tmp.rename(path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench_arrayrecord", description=__doc__)
+    parser.add_argument("--runs", type=int, default=5, help="rounds (default: %(default)s)")
+    parser.add_argument("--quick", action="store_true", help="a tenth of the records and calls")
+    args = parser.parse_args(argv)
+    try:
+        import array_record.python.array_record_data_source as ards
+        import array_record.python.array_record_module as arm
+    except ImportError:
+        print("bench_arrayrecord needs the array-record package (pip install array-record)")
+        return 0
+    import tfrecnp as tn
+
+    n = RECORDS // 10 if args.quick else RECORDS
+    calls = RANDOM_CALLS // 10 if args.quick else RANDOM_CALLS
+    runs = min(args.runs, 3) if args.quick else args.runs
+    print(
+        f"{n} records of ~230 B, zstd:3; tfrecnp decodes, array-record returns bytes; "
+        f"medians of {runs} rounds"
+    )
+    print(f"{'group':>6} {'case':<34} {'tfrecnp rec/s':>14} {'array-record':>13} {'x':>6}")
+    for group in GROUPS:
+        path = _write(DATA_DIR / f"arrayrecord-{n}-g{group}.array_record", n, group)
+        warm_page_cache(path)
+        ds = tn.open(str(path))
+        source = ards.ArrayRecordDataSource([str(path)])
+        reader = arm.ArrayRecordReader(str(path), "readahead_buffer_size:0")
+        seq = arm.ArrayRecordReader(str(path))
+        rng = np.random.default_rng(1)
+        singles = rng.integers(0, n, calls).tolist()
+        lists = [np.sort(rng.integers(0, n, LIST)).tolist() for _ in range(LISTS)]
+        _ = ds[0], source[0]  # opened, footers read
+
+        def ds_one(singles=singles, ds=ds):
+            for i in singles:
+                ds[i]
+
+        def ar_one(singles=singles, source=source):
+            for i in singles:
+                source[i]
+
+        def ds_list(lists=lists, ds=ds):
+            for ids in lists:
+                ds[ids]
+
+        def ar_list(lists=lists, reader=reader):
+            for ids in lists:
+                reader.read(ids)
+
+        def ds_pass(ds=ds):
+            for b in ds.batches(1024):
+                b["id"]
+
+        def ar_pass(seq=seq):
+            seq.read_all()
+
+        cases = {
+            "one": (ds_one, ar_one, calls, "random ds[i] / DataSource[i]"),
+            "list": (ds_list, ar_list, LIST * LISTS, f"ds[list of {LIST}] / read(indices)"),
+            "pass": (ds_pass, ar_pass, n, "batches(1024) / read_all()"),
+        }
+        for ours, theirs, count, label in cases.values():
+            got = interleaved({"ours": ours, "theirs": theirs}, runs)
+            a = count / statistics.median(got["ours"][0])
+            b = count / statistics.median(got["theirs"][0])
+            print(f"{group:>6} {label:<34} {format_rate(a):>14} {format_rate(b):>13} {a / b:>6.2f}")
+        ds.source.close()
+        reader.close()
+        seq.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
