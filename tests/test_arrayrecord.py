@@ -327,3 +327,32 @@ class TestTfdsArrayRecordFolder(SourceTests):
         builder = build_ar(tb.Contract, folder, shards=3)
         ds = tn.open(builder.data_dir, split="train")
         return ds, records(tb.Contract.RECORDS), ds.paths
+
+
+# --- the command line ------------------------------------------------------------------------
+
+
+def test_cli_count_inspect_head_verify(tmp_path, capsys):
+    import json
+
+    from tfrecnp.cli.main import main
+
+    a = write_ar(tmp_path / "a.array_record", map(example, range(30)), "group_size:4,brotli:6")
+    b = write_ar(tmp_path / "b.array_record", map(example, range(30, 50)), "group_size:1")
+    assert main(["count", "--json", a, b]) == 0
+    assert json.loads(capsys.readouterr().out)["records"] == 50
+    assert main(["inspect", "--json", a]) == 0
+    assert set(json.loads(capsys.readouterr().out)["features"]) == {"id", "x", "tokens", "name"}
+    assert main(["inspect", a]) == 0
+    assert "ArrayRecord brotli:6, group_size 4" in capsys.readouterr().out
+    assert main(["head", "-n", "3", "--json", b]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(r["record"], r["id"]) for r in rows] == [(0, 30), (1, 31), (2, 32)]
+    assert main(["verify", a, b]) == 0
+    assert capsys.readouterr().out.count("OK") == 2
+    _flip(a, int(ArrayRecordFile(a).footer.offsets[3]) + 45)
+    assert main(["verify", "--json", a, b]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["corrupt"] == 1
+    assert [c["record"] for c in report["files"][0]["corrupt"]] == [12]
+    assert report["files"][0]["records"] == 26

@@ -26,13 +26,18 @@ from ..format.inflate_index import index_checkpoints
 from ..format.paths import expand_paths
 from ..format.reader import file_compression, scan_file
 from ..format.verify import verify
+from . import arrayrecord
+from .arrayrecord import array_record_paths
 from .show import describe_column, disk_size, jsonable, record_lines, summarize, table_lines
 
 
 def _add_common(p: argparse.ArgumentParser, *, paths: bool = True) -> None:
     if paths:
         p.add_argument(
-            "paths", nargs="+", metavar="PATH", help="TFRecord files, globs or directories"
+            "paths",
+            nargs="+",
+            metavar="PATH",
+            help="TFRecord (or ArrayRecord) files, globs or directories",
         )
         p.add_argument(
             "--compression",
@@ -62,6 +67,9 @@ def _compression(args: argparse.Namespace) -> str | None:
 
 
 def cmd_count(args: argparse.Namespace) -> int:
+    found = array_record_paths(args)
+    if found is not None:
+        return arrayrecord.count(found, args)
     rows = [
         {"path": p, "records": len(scan_file(p, compression=_compression(args)))}
         for p in expand_paths(args.paths)
@@ -100,6 +108,9 @@ def cmd_index(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
+    found = array_record_paths(args)
+    if found is not None:
+        return arrayrecord.verify(found, args)
     report = verify(
         args.paths,
         salvage=args.salvage,
@@ -332,7 +343,11 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if ds is not None:
         return _inspect_arrays(ds, args)
     # damage in the sample is warned about, not fatal: `verify` is the command for damage
-    report = inspect(args.paths, args.sample, compression=_compression(args), on_error="warn")
+    found = array_record_paths(args)
+    if found is not None:
+        report = arrayrecord.inspect(found, args)
+    else:
+        report = inspect(args.paths, args.sample, compression=_compression(args), on_error="warn")
     if args.json:
         print(spec_to_json(report.spec))
         return 0
@@ -455,6 +470,8 @@ def cmd_head(args: argparse.Namespace) -> int:
     ds = _array_dataset(args)
     if ds is not None:
         records = [(args.paths[0], i, ds[i]) for i in range(min(args.n, len(ds)))]
+    elif (found := array_record_paths(args)) is not None:
+        records = arrayrecord.head(found, args.spec, args.n)
     else:
         spec = args.spec or infer_spec(args.paths, compression=_compression(args), on_error="warn")
         records = _first_records(args.paths, spec, args.n, _compression(args))

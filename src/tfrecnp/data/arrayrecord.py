@@ -37,7 +37,7 @@ from ..errors import CorruptRecordError
 from ..example.decode import Decoder
 from ..example.infer import infer_spec_of
 from ..example.padding import feature_names
-from ..format.arrayrecord import ArrayRecordFile, is_array_record
+from ..format.arrayrecord import ArrayRecordFile, is_array_record_source, list_array_record
 from ..format.damage import DamagePolicy
 from ..format.payloads import LOC_BITS, Origins, RecordBatch
 from .blocks import Block, shuffle_blocks
@@ -58,49 +58,6 @@ CACHE_MIN_RECORDS = 64  # ... of at least these many records (a small one is rea
 SAMPLE_RECORDS = 1024  # records sampled to infer a spec and to size records
 SAMPLE_BYTES = 32 << 20
 MAX_SAMPLED_FILES = 32
-NAME = ".array_record"  # TFDS's and array_record's shard names hold it
-
-
-def _candidates(src: Any) -> list[Any] | None:
-    """The files a path, folder or glob names (hidden ones passed over), or None."""
-    if fs.isdir(src):
-        names = [p for p in fs.listdir(src) if not fs.basename(p).startswith(("_", "."))]
-        return sorted(p for p in names if fs.isfile(p))
-    if fs.has_magic(src):
-        return sorted(p for p in fs.glob(src) if not fs.basename(p).startswith(("_", ".")))
-    return [src] if fs.isfile(src) else None
-
-
-def list_array_record(src: Any) -> list[Any]:
-    """The ArrayRecord files of a file, folder, glob or list of them, in order; [] when any
-    part names none or other files. A file is judged by the Riegeli/records signature its
-    first 64 bytes hold."""
-    if not isinstance(src, (str, os.PathLike)):
-        found: list[Any] = []
-        for p in src:
-            part = list_array_record(p)
-            if not part:
-                return []
-            found += part
-        return found
-    names = _candidates(src)
-    if not names or not all(is_array_record(p) for p in names):
-        return []
-    return names
-
-
-def is_array_record_source(src: Any, storage_options: dict | None = None) -> bool:
-    """Whether src names ArrayRecord files (a file, a folder of shards, a glob, a list)."""
-    if isinstance(src, (str, os.PathLike)):
-        src = fs.resolve(src, storage_options)
-    elif isinstance(src, (list, tuple)) and src:
-        src = [fs.resolve(p, storage_options) for p in src]
-    else:
-        return False
-    try:
-        return bool(list_array_record(src))
-    except (OSError, ValueError):
-        return False
 
 
 class ArrayRecordFiles:

@@ -53,7 +53,14 @@ from .spec import (
 from .survey import Survey, survey
 from .text import Text, looks_like_text
 
-__all__ = ["FeatureStats", "Inspection", "infer_spec", "infer_spec_of", "inspect"]
+__all__ = [
+    "FeatureStats",
+    "Inspection",
+    "infer_spec",
+    "infer_spec_of",
+    "inspect",
+    "inspect_sample",
+]
 
 MAX_SAMPLED_FILES = 32
 SAMPLE_BYTES = 32 << 20  # inference reads at most about this much (and at least a record a file)
@@ -366,10 +373,15 @@ def inspect(
         kind = file_compression(path, compression)
         records = len(scan_file(path, compression=kind))
         files.append((path, kind, records, fs.size(path)))
-    batch = _sample(paths, sample, compression, on_error)
+    return inspect_sample(files, _sample(paths, sample, compression, on_error))
+
+
+def inspect_sample(files: list[tuple[str, str | None, int, int]], batch: RecordBatch) -> Inspection:
+    """`inspect`'s report from the files' (path, kind, records, bytes) and a sample of
+    their payloads (any container's: TFRecord frames, ArrayRecord chunks)."""
     if not len(batch):
         return Inspection(files, 0, [], {})
-    stats, spec, surveyed = _survey_stats(batch, _where(paths))
+    stats, spec, surveyed = _survey_stats(batch, _where([f[0] for f in files]))
     columns = Decoder(spec).decode(batch.slice(0, surveyed))
     for f in stats:
         if f.feature is not None:

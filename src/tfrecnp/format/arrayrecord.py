@@ -45,6 +45,8 @@ __all__ = [
     "SIGNATURE",
     "ArrayRecordFile",
     "is_array_record",
+    "is_array_record_source",
+    "list_array_record",
     "riegeli_hash",
 ]
 
@@ -77,6 +79,48 @@ def is_array_record(path: Any) -> bool:
     """Whether the file begins with the Riegeli/records signature."""
     try:
         return fs.read_head(path, len(SIGNATURE)) == SIGNATURE
+    except (OSError, ValueError):
+        return False
+
+
+def _candidates(src: Any) -> list[Any] | None:
+    """The files a path, folder or glob names (hidden ones passed over), or None."""
+    if fs.isdir(src):
+        names = [p for p in fs.listdir(src) if not fs.basename(p).startswith(("_", "."))]
+        return sorted(p for p in names if fs.isfile(p))
+    if fs.has_magic(src):
+        return sorted(p for p in fs.glob(src) if not fs.basename(p).startswith(("_", ".")))
+    return [src] if fs.isfile(src) else None
+
+
+def list_array_record(src: Any) -> list[Any]:
+    """The ArrayRecord files of a file, folder, glob or list of them, in order; [] when any
+    part names none or other files. A file is judged by the Riegeli/records signature its
+    first 64 bytes hold."""
+    if not isinstance(src, (str, os.PathLike)):
+        found: list[Any] = []
+        for p in src:
+            part = list_array_record(p)
+            if not part:
+                return []
+            found += part
+        return found
+    names = _candidates(src)
+    if not names or not all(is_array_record(p) for p in names):
+        return []
+    return names
+
+
+def is_array_record_source(src: Any, storage_options: dict | None = None) -> bool:
+    """Whether src names ArrayRecord files (a file, a folder of shards, a glob, a list)."""
+    if isinstance(src, (str, os.PathLike)):
+        src = fs.resolve(src, storage_options)
+    elif isinstance(src, (list, tuple)) and src:
+        src = [fs.resolve(p, storage_options) for p in src]
+    else:
+        return False
+    try:
+        return bool(list_array_record(src))
     except (OSError, ValueError):
         return False
 
@@ -271,7 +315,7 @@ class ArrayRecordFile:
             raise self._bad("the footer's chunk index is malformed", footer_at)
         index = index.astype(np.int64)
         starts = index[:, 0]
-        ends = np.append(starts[1:], footer_at)
+        ends = np.append(starts[1:], footer_at) if len(starts) else starts.copy()
         firsts = np.concatenate([[0], np.cumsum(index[:, 2])]).astype(np.int64)
         early = len(starts) and starts[0] < len(SIGNATURE)
         if np.any(ends <= starts) or early or firsts[-1] != num_records:
