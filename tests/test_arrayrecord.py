@@ -356,3 +356,68 @@ def test_cli_count_inspect_head_verify(tmp_path, capsys):
     assert report["corrupt"] == 1
     assert [c["record"] for c in report["files"][0]["corrupt"]] == [12]
     assert report["files"][0]["records"] == 26
+
+
+# --- hashes of every length, chunks decompressed once, options ------------------------------
+
+
+def test_every_chunk_hash_of_every_remainder_length(tmp_path):
+    """Chunk data of every size mod 32 (HighwayHash's tail cases), header and data hashes
+    checked against what array-record's writer wrote."""
+    recs = [bytes(range(n % 256)) * (1 + n // 256) for n in range(0, 200)]
+    path = write_ar(tmp_path / "h.array_record", recs, "group_size:1,uncompressed")
+    f = ArrayRecordFile(path)
+    got = f.chunk_records(np.arange(len(recs)))
+    assert got.errors == [] and list(got.batch) == recs
+
+
+def _counting(monkeypatch):
+    calls = []
+    real = ArrayRecordFile.chunk_records
+
+    def counted(self, ks, check=True):
+        calls.extend(np.asarray(ks).tolist())
+        return real(self, ks, check)
+
+    monkeypatch.setattr(ArrayRecordFile, "chunk_records", counted)
+    return calls
+
+
+def test_a_group_is_decompressed_once_while_its_records_are_served(tmp_path, monkeypatch):
+    path = write_ar(tmp_path / "g.array_record", map(example, range(600)), "group_size:200")
+    ds = tn.open(path, SPEC)
+    calls = _counting(monkeypatch)
+    assert [ds[i]["id"] for i in range(0, 600, 7)] == list(range(0, 600, 7))
+    assert sorted(calls) == [0, 1, 2]  # each chunk read once by ds[i]
+    del calls[:]
+    assert ds[[599, 1, 300]]["id"].tolist() == [599, 1, 300]
+    seen = np.concatenate([b["id"] for b in ds.batches(50, shuffle=True, seed=0)])
+    assert sorted(seen.tolist()) == list(range(600)) and calls == []  # all kept
+    ids = np.concatenate([b["id"] for b in ds.batches(50)])
+    assert ids.tolist() == list(range(600)) and calls == []  # kept groups serve a pass too
+    fresh = tn.open(path, SPEC)
+    fresh.source.mean_record_bytes(0, None)  # (sizes blocks from a sample: chunks 0-2, kept)
+    del calls[:]
+    fresh.source.close()  # lets the kept chunks go
+    ids = np.concatenate([b["id"] for b in fresh.batches(50)])
+    assert ids.tolist() == list(range(600))
+    assert sorted(calls) == [0, 1, 2]  # a pass in file order: each chunk once
+
+
+def test_verify_crc_false_skips_the_data_hashes(tmp_path):
+    path = write_ar(tmp_path / "v.array_record", [b"\x00" * 100] * 4, "group_size:1,uncompressed")
+    _flip(path, int(ArrayRecordFile(path).footer.offsets[2]) + 70)  # inside the values
+    (error,) = ArrayRecordFile(path).chunk_records(np.arange(4)).errors
+    assert "data hash" in str(error) and error.record == 2
+    with pytest.raises(tn.CorruptRecordError, match="data hash"):
+        tn.open(path, {"x": tn.VarLen("int64")}).to_numpy()
+    got = ArrayRecordFile(path).chunk_records(np.arange(4), check=False)
+    assert got.errors == [] and len(got.batch) == 4 and got.batch[2] != b"\x00" * 100
+
+
+def test_a_file_of_no_records(tmp_path):
+    path = write_ar(tmp_path / "e.array_record", [], "group_size:1")
+    with pytest.raises(tn.SchemaError, match="no records"):
+        tn.open(path)
+    ds = tn.open(path, SPEC)
+    assert len(ds) == 0 and ds.to_numpy()["id"].tolist() == [] and list(ds.batches(4)) == []

@@ -234,6 +234,16 @@ class ArrayRecordFiles:
     def span(self, c0: int, c1: int, a: int, b: int) -> RecordBatch:
         """Records a..b of chunks c0..c1 (one file), read together (a damaged chunk's left
         out, under on_error)."""
+        kept = [self.cached(c) for c in range(c0, c1)] if self._cache else [None]
+        if all(batch is not None for batch in kept):  # groups read by position before
+            parts = []
+            for c, batch in zip(range(c0, c1), kept, strict=True):
+                first = int(self.chunk_firsts[c])
+                x, y = max(a, first) - first, min(b, first + len(batch)) - first
+                if x < y:
+                    parts.append(batch if (x, y) == (0, len(batch)) else batch.slice(x, y))
+            if parts:
+                return RecordBatch.concat(parts)
         ((_, batch, _),) = self.decode(np.arange(c0, c1, dtype=np.int64))
         k = int(self.chunk_file[c0])
         first = int(self.file_starts[k])
