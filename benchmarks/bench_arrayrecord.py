@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
                 reader.read(ids)
 
         def ds_pass(ds=ds):
+            ds.source.close()  # a pass of its own: no group kept from the reads by position
             for b in ds.batches(1024):
                 b["id"]
 

@@ -421,3 +421,28 @@ def test_a_file_of_no_records(tmp_path):
         tn.open(path)
     ds = tn.open(path, SPEC)
     assert len(ds) == 0 and ds.to_numpy()["id"].tolist() == [] and list(ds.batches(4)) == []
+
+
+def test_shards_at_a_url(tmp_path):
+    fsspec = pytest.importorskip("fsspec")
+    mem = fsspec.filesystem("memory")
+    for k, (numbers, options) in enumerate([(range(0, 40), "group_size:1"), (range(40, 90), "")]):
+        local = write_ar(tmp_path / f"{k}.array_record", map(example, numbers), options)
+        with open(local, "rb") as fh:
+            mem.pipe(f"/ar-test/ds-train.array_record-{k:05d}-of-00002", fh.read())
+    try:
+        ds = tn.open("memory://ar-test/ds-train.array_record-*", SPEC)
+        assert len(ds) == 90 and ds[45]["id"] == 45
+        assert ds[[89, 0, 39, 40]]["id"].tolist() == [89, 0, 39, 40]
+        seen = np.concatenate([b["id"] for b in ds.batches(16, shuffle=True, seed=2)])
+        assert sorted(seen.tolist()) == list(range(90))
+        assert len(tn.open("memory://ar-test/", SPEC)) == 90
+    finally:
+        mem.rm("/ar-test", recursive=True)
+
+
+def test_to_tf(tmp_path):
+    pytest.importorskip("tensorflow")
+    path = write_ar(tmp_path / "t.array_record", map(example, range(70)), "group_size:1")
+    got = [b["id"].numpy() for b in tn.open(path, SPEC).to_tf(batch_size=32)]
+    assert np.concatenate(got).tolist() == list(range(70))
