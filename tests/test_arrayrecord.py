@@ -446,3 +446,21 @@ def test_to_tf(tmp_path):
     path = write_ar(tmp_path / "t.array_record", map(example, range(70)), "group_size:1")
     got = [b["id"].numpy() for b in tn.open(path, SPEC).to_tf(batch_size=32)]
     assert np.concatenate(got).tolist() == list(range(70))
+
+
+def test_a_chunk_header_that_disagrees_with_the_footer_is_named(tmp_path):
+    """A header rewritten with a valid hash but another record count (as a bad writer
+    would leave it): named, never read as other records."""
+    path = write_ar(tmp_path / "n.array_record", map(example, range(40)), "group_size:10")
+    at = int(ArrayRecordFile(path).footer.offsets[1])
+    with open(path, "r+b") as fh:
+        fh.seek(at)
+        header = bytearray(fh.read(40))
+        header[25:32] = (11).to_bytes(7, "little")
+        header[0:8] = riegeli_hash(bytes(header[8:40])).to_bytes(8, "little")
+        fh.seek(at)
+        fh.write(header)
+    (error,) = ArrayRecordFile(path).chunk_records(np.arange(4)).errors
+    assert "chunk holds 11 records, the footer says 10" in str(error) and error.record == 10
+    ds = tn.open(path, SPEC, on_error="skip")
+    assert ds.to_numpy()["id"].tolist() == [*range(10), *range(20, 40)]

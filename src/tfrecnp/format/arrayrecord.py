@@ -128,6 +128,7 @@ def is_array_record_source(src: Any, storage_options: dict | None = None) -> boo
 # --- decompression -----------------------------------------------------------------------
 
 _local = threading.local()
+_OPENING = threading.Lock()
 
 
 def _zstd() -> Any:
@@ -137,14 +138,17 @@ def _zstd() -> Any:
     return d
 
 
-def _decompress(kind: int, block: np.ndarray) -> np.ndarray:
+def _decompress(kind: int, block: np.ndarray, most: int) -> np.ndarray:
     """A compressed block (its decompressed size, a varint, then the codec's bytes) ->
-    those bytes; ValueError when the block is malformed or decompresses to another size."""
+    those bytes; ValueError when the block is malformed, declares more than `most` bytes
+    (checked before anything is allocated) or decompresses to another size."""
     if kind == 0:
         return block
     size, at = riegeli.varint(block, 0)
     if at < 0:
         raise ValueError("the compressed block's size is malformed")
+    if size > most:
+        raise ValueError(f"a compressed block declares {size} bytes, the chunk holds {most}")
     body = block[at:]
     if kind == ord("z"):
         out = _zstd().decompress(body, max_output_size=max(size, 1))
@@ -173,8 +177,8 @@ def decode_simple(
     sizes_len, at = riegeli.varint(data, 1)
     if at < 0 or sizes_len > len(data) - at:
         raise ValueError("the record sizes' length is malformed")
-    sizes = _decompress(kind, data[at : at + sizes_len])
-    values = _decompress(kind, data[at + sizes_len :])
+    sizes = _decompress(kind, data[at : at + sizes_len], 10 * num_records)
+    values = _decompress(kind, data[at + sizes_len :], decoded_size)
     offsets = np.empty(num_records + 1, np.int64)
     used = riegeli.sizes_to_offsets(sizes, offsets)
     if used != len(sizes):
@@ -318,7 +322,10 @@ class ArrayRecordFile:
         ends = np.append(starts[1:], footer_at) if len(starts) else starts.copy()
         firsts = np.concatenate([[0], np.cumsum(index[:, 2])]).astype(np.int64)
         early = len(starts) and starts[0] < len(SIGNATURE)
-        if np.any(ends <= starts) or early or firsts[-1] != num_records:
+        # Riegeli pads a chunk to at least as many bytes as it has records: the counts
+        # are bounded by the file's size before anything is allocated for them
+        too_many = np.any(index[:, 2] > ends - starts)
+        if np.any(ends <= starts) or early or too_many or firsts[-1] != num_records:
             raise self._bad("the footer's chunk index is inconsistent", footer_at)
         return Footer(starts, ends, firsts, options, size)
 
@@ -469,7 +476,9 @@ class ArrayRecordFile:
 
     def _open(self) -> None:
         if self._fd is None or self._pid != os.getpid():
-            self._fd, self._pid = os.open(self.path, os.O_RDONLY), os.getpid()
+            with _OPENING:  # threads reading at once open the file once
+                if self._fd is None or self._pid != os.getpid():
+                    self._fd, self._pid = os.open(self.path, os.O_RDONLY), os.getpid()
 
     def read_into(self, out: np.ndarray, start: int) -> int:
         """File bytes from start into out (fewer at the end of the file): bytes read."""
@@ -514,7 +523,9 @@ def _decode_simple_chunks(
     others (brotli, snappy, a mix), and any batch that does not add up, chunk by chunk."""
     kinds = set(layout[:, 0].tolist())
     n_records = info[:, 3]
-    if len(kinds) == 1 and kinds <= {0, ord("z")}:
+    # declared sizes agree with the headers before anything is allocated for them
+    fits = np.all(layout[:, 6] == info[:, 4]) and np.all(layout[:, 3] <= 10 * n_records)
+    if fits and len(kinds) == 1 and kinds <= {0, ord("z")}:
         kind = kinds.pop()
         sizes = _gather_blocks(out, layout[:, 1], layout[:, 2], layout[:, 3], kind)
         values = _gather_blocks(out, layout[:, 4], layout[:, 5], layout[:, 6], kind)
