@@ -64,8 +64,8 @@ def test_a_pass_never_writes_into_payloads_a_consumer_still_holds(tmp_path):
 
 @pytest.mark.parametrize("width", [512, 1536])
 def test_a_second_pass_leaves_the_batches_of_the_first_intact(tmp_path, width):
-    # 2 KiB records: several read buffers; 6 KiB: decoded out of the file's map (no read
-    # buffers), and decoded columns of 1 MiB and more come from spares too
+    # 2 KiB records: several read buffers; 6 KiB: big records, read a piece at a time into
+    # piece buffers, and decoded columns of 1 MiB and more come from spares too
     rng = np.random.default_rng(0)
     data = rng.random((3000, width), dtype=np.float32)
     tags = tn.BytesColumn.from_list([row[:100].tobytes() for row in data])
@@ -77,7 +77,7 @@ def test_a_second_pass_leaves_the_batches_of_the_first_intact(tmp_path, width):
         first = list(ds.batches(64, shuffle=shuffle, seed=1))  # held while the next runs
         kept = [{k: np.array(v) for k, v in b.items()} for b in first]
         lent = ds._files.spares._buffers or ds.source.decoder._spares._buffers
-        assert lent  # the pass lent its read buffers (or, out of the file's map, its outputs)
+        assert lent  # the pass lent its read buffers (and its decoded outputs)
         second = list(ds.batches(64, shuffle=shuffle, seed=1))
         for a, b, c in zip(first, kept, second, strict=True):
             for name in a:
