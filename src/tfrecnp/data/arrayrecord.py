@@ -261,6 +261,7 @@ class ArrayRecordSource(Source):
         self.spec = spec
         self._decoder: Decoder | None = None
         self._mean: float | None = None
+        self._sized: tuple[int, int] | None = None  # (decoded bytes, records) of the sample
 
     def select(self, spec: Any) -> ArrayRecordSource:
         return ArrayRecordSource(self.files, spec)
@@ -410,14 +411,17 @@ class ArrayRecordSource(Source):
         return self._mean
 
     def estimate_nbytes(self, start: int, stop: int | None) -> tuple[int, int]:
+        """From the sample's decoded size (the first records of up to MAX_SAMPLED_FILES
+        files: a chunk or a few each, never a pass over groups spread through the files)."""
         a, b = self.span(start, stop)
         if b <= a:
             return 0, 0
-        picks = np.unique(np.linspace(a, b - 1, min(b - a, SAMPLE_RECORDS)).astype(np.int64))
-        cols = self.read_ids(picks, "to_numpy")
-        k = len(next(iter(cols.values()), ())) or 1
-        size = sum(_nbytes(c) for c in cols.values())
-        return int(size / k * (b - a)), len(picks)
+        if self._sized is None:
+            sample = self.sample()
+            cols = self._decode(sample) if len(sample) else {}
+            self._sized = (sum(_nbytes(c) for c in cols.values()), len(sample))
+        size, k = self._sized
+        return (int(size / k * (b - a)) if k else 0), k
 
 
 class ArrayRecordDataset(Dataset):
