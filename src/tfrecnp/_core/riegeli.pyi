@@ -31,3 +31,6 @@ def simple_layout(out: Buffer, info: NDArray[np.int64], layout: NDArray[np.int64
 def pread_ranges(
     fd: int, offsets: Int64s, lengths: Int64s, at: Int64s, out: NDArray[np.uint8], got: Int64s
 ) -> int: ...
+def one_chunk(
+    buf: Buffer, begin: int, end: int, check_data: bool = True
+) -> tuple[NDArray[np.uint8], tuple[int, ...], tuple[int, ...]]: ...

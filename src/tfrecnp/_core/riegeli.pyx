@@ -72,54 +72,69 @@ cdef int64_t unblock(const uint8_t *src, int64_t pos, int64_t end, uint8_t *dst)
     return o
 
 
+cdef int64_t chunk_at(const uint8_t *src, int64_t avail, int64_t b, int64_t e, uint8_t *dst,
+                      int64_t cap, int64_t *info, bint check_data) noexcept nogil:
+    """One chunk of `unblock_chunks`: file bytes b..e at src (avail bytes there) into dst
+    (cap bytes there); info: its INFO_FIELDS. Returns the bytes of dst used."""
+    cdef int64_t got, size
+    cdef const uint8_t *h
+    info[0] = 0
+    info[1] = 0
+    info[2] = 0
+    info[3] = 0
+    info[4] = 0
+    if e < b or e - b > avail or e - b > cap:
+        info[5] = C_OUTSIDE
+        return 0
+    got = unblock(src, b, e, dst)
+    if got < CHUNK_HEADER:
+        info[5] = C_OUTSIDE
+        return 0
+    h = dst
+    if tfrecnp_riegeli_hash(h + 8, CHUNK_HEADER - 8) != le64(h):
+        info[5] = C_HEADER_HASH
+        return 0
+    size = <int64_t>le64(h + 8)
+    info[0] = CHUNK_HEADER
+    info[2] = h[24]
+    info[3] = <int64_t>(le64(h + 24) >> 8)
+    info[4] = <int64_t>le64(h + 32)
+    if size < 0 or size > got - CHUNK_HEADER:
+        info[5] = C_DATA_SIZE
+        return 0
+    info[1] = size
+    if check_data and tfrecnp_riegeli_hash(h + CHUNK_HEADER, size) != le64(h + 16):
+        info[5] = C_DATA_HASH
+        return 0
+    info[5] = C_OK
+    return got
+
+
 def unblock_chunks(const uint8_t[::1] buf, const int64_t[::1] at, const int64_t[::1] begins,
                    const int64_t[::1] ends, uint8_t[::1] out, int64_t[:, ::1] info,
                    bint check_data=True) -> int:
-    """Chunks begins[k]..ends[k] (file positions), whose bytes lie in `buf` from at[k] on
-    (a chunk read short, at the end of a file, ends where buf or the next chunk's bytes
-    begin): each copied into `out` without block headers, back to back, its header read
-    and hashes checked (the data's only when check_data). info[k] gets INFO_FIELDS numbers
-    (see above). Returns the bytes of `out` used."""
+    """Chunks begins[k]..ends[k] (file positions), whose bytes lie in `buf` from at[k] on:
+    each copied into `out` without block headers, back to back, its header read and hashes
+    checked (the data's only when check_data). info[k] gets INFO_FIELDS numbers (see
+    above; the data start counts from the start of out). Returns the bytes of out used."""
     cdef Py_ssize_t n = begins.shape[0], k
-    cdef int64_t have = buf.shape[0], cap = out.shape[0], o = 0, b, e, got, size, start, a
-    cdef const uint8_t *h
+    cdef int64_t have = buf.shape[0], cap = out.shape[0], o = 0, a, got
     if ends.shape[0] != n or at.shape[0] != n or info.shape[0] < n or info.shape[1] < C_INFO_FIELDS:
         raise ValueError("at, begins, ends and info do not match")
+    if n == 0:
+        return 0
     with nogil:
         for k in range(n):
-            b = begins[k]
-            e = ends[k]
             a = at[k]
-            info[k, 0] = o
-            info[k, 1] = 0
-            info[k, 2] = 0
-            info[k, 3] = 0
-            info[k, 4] = 0
-            if a < 0 or e < b or a > have or e - b > have - a or e - b > cap - o:
+            if a < 0 or a > have:
+                info[k, 0] = o
+                info[k, 1] = info[k, 2] = info[k, 3] = info[k, 4] = 0
                 info[k, 5] = C_OUTSIDE
                 continue
-            got = unblock(&buf[0] + a, b, e, &out[0] + o)
-            if got < CHUNK_HEADER:
-                info[k, 5] = C_OUTSIDE
-                continue
-            h = &out[0] + o
-            if tfrecnp_riegeli_hash(h + 8, CHUNK_HEADER - 8) != le64(h):
-                info[k, 5] = C_HEADER_HASH
-                continue
-            size = <int64_t>le64(h + 8)
-            start = o + CHUNK_HEADER
-            info[k, 0] = start
-            info[k, 2] = h[24]
-            info[k, 3] = <int64_t>(le64(h + 24) >> 8)
-            info[k, 4] = <int64_t>le64(h + 32)
-            if size < 0 or size > got - CHUNK_HEADER:
-                info[k, 5] = C_DATA_SIZE
-                continue
-            info[k, 1] = size
-            if check_data and tfrecnp_riegeli_hash(h + CHUNK_HEADER, size) != le64(h + 16):
-                info[k, 5] = C_DATA_HASH
-                continue
-            info[k, 5] = C_OK
+            got = chunk_at(&buf[0] + a if a < have else &buf[0], have - a, begins[k], ends[k],
+                           &out[0] + o if o < cap else &out[0], cap - o, &info[k, 0],
+                           check_data)
+            info[k, 0] += o
             o += got
     return o
 
@@ -245,25 +260,53 @@ cdef enum:
 LAYOUT_FIELDS = C_LAYOUT_FIELDS
 
 
-cdef inline int64_t block_of(const uint8_t *data, int64_t at, int64_t n, int kind,
-                             int64_t[:, ::1] layout, Py_ssize_t k, int col) noexcept nogil:
-    """A compressed block data[at:at + n]: where its codec's bytes lie, their length and
-    the size they decompress to (its varint prefix; the block itself when kind is 0).
-    Returns 0, or -1 when the prefix is malformed."""
+cdef inline int64_t block_at(const uint8_t *data, int64_t at, int64_t n, int kind,
+                             int64_t *where) noexcept nogil:
+    """A compressed block data[at:at + n]: where[0..3] = where its codec's bytes lie,
+    their length and the size they decompress to (its varint prefix; the block itself when
+    kind is 0). Returns 0, or -1 when the prefix is malformed."""
     cdef uint64_t size
     cdef int64_t got
     if kind == 0:
-        layout[k, col] = at
-        layout[k, col + 1] = n
-        layout[k, col + 2] = n
+        where[0] = at
+        where[1] = n
+        where[2] = n
         return 0
     got = read_varint(data + at, n, &size)
     if got < 0 or size > (1ULL << 62):
         return -1
-    layout[k, col] = at + got
-    layout[k, col + 1] = n - got
-    layout[k, col + 2] = <int64_t>size
+    where[0] = at + got
+    where[1] = n - got
+    where[2] = <int64_t>size
     return 0
+
+
+cdef void layout_of(const uint8_t *out, int64_t have, const int64_t *info,
+                    int64_t *layout) noexcept nogil:
+    """One chunk of `simple_layout` (info: its INFO_FIELDS, layout: its LAYOUT_FIELDS)."""
+    cdef int64_t start, size, p, sizes_len, got
+    cdef uint64_t v
+    cdef int kind
+    layout[L_OK] = 0
+    layout[L_KIND] = -1
+    if info[5] != C_OK or info[2] != 0x72:  # 'r'
+        return
+    start = info[0]
+    size = info[1]
+    if start < 0 or size < 1 or size > have - start:
+        return
+    kind = out[start]
+    layout[L_KIND] = kind
+    got = read_varint(out + start + 1, size - 1, &v)
+    if got < 0 or v > <uint64_t>(size - 1 - got):
+        return
+    p = start + 1 + got
+    sizes_len = <int64_t>v
+    if block_at(out, p, sizes_len, kind, layout + L_SIZES_AT) < 0:
+        return
+    if block_at(out, p + sizes_len, start + size - p - sizes_len, kind, layout + L_VALUES_AT) < 0:
+        return
+    layout[L_OK] = 1
 
 
 def simple_layout(const uint8_t[::1] out, const int64_t[:, ::1] info, int64_t[:, ::1] layout):
@@ -272,35 +315,36 @@ def simple_layout(const uint8_t[::1] out, const int64_t[:, ::1] info, int64_t[:,
     length, decompressed size) of the compressed record sizes and of the compressed
     values, then 1 when the chunk is a simple chunk laid out well, else 0."""
     cdef Py_ssize_t n = info.shape[0], k
-    cdef int64_t start, size, p, sizes_len, have = out.shape[0]
-    cdef uint64_t v
-    cdef int64_t got
-    cdef int kind
-    if layout.shape[0] < n or layout.shape[1] < C_LAYOUT_FIELDS:
+    cdef int64_t have = out.shape[0]
+    cdef uint8_t empty = 0
+    cdef const uint8_t *p = &out[0] if have else &empty
+    if layout.shape[0] < n or layout.shape[1] < C_LAYOUT_FIELDS or info.shape[1] < C_INFO_FIELDS:
         raise ValueError("layout does not match info")
     with nogil:
         for k in range(n):
-            layout[k, L_OK] = 0
-            layout[k, L_KIND] = -1
-            if info[k, 5] != C_OK or info[k, 2] != 0x72:  # 'r'
-                continue
-            start = info[k, 0]
-            size = info[k, 1]
-            if start < 0 or size < 1 or size > have - start:
-                continue
-            kind = out[start]
-            layout[k, L_KIND] = kind
-            got = read_varint(&out[0] + start + 1, size - 1, &v)
-            if got < 0 or v > <uint64_t>(size - 1 - got):
-                continue
-            p = start + 1 + got
-            sizes_len = <int64_t>v
-            if block_of(&out[0], p, sizes_len, kind, layout, k, L_SIZES_AT) < 0:
-                continue
-            if block_of(&out[0], p + sizes_len, start + size - p - sizes_len, kind, layout, k,
-                        L_VALUES_AT) < 0:
-                continue
-            layout[k, L_OK] = 1
+            layout_of(p, have, &info[k, 0], &layout[k, 0])
+
+
+def one_chunk(const uint8_t[::1] buf, int64_t begin, int64_t end, bint check_data=True):
+    """`ds[i]`'s short path: the chunk at file positions begin..end, whose bytes are all of
+    `buf`, as `unblock_chunks` and `simple_layout` see it, in one call: (out, INFO_FIELDS
+    numbers, LAYOUT_FIELDS numbers) as two tuples after out."""
+    cdef int64_t info[C_INFO_FIELDS]
+    cdef int64_t layout[C_LAYOUT_FIELDS]
+    cdef int64_t have = buf.shape[0]
+    cdef uint8_t[::1] o
+    import numpy as np
+    out = np.empty(max(have, 1), np.uint8)
+    o = out
+    if have == 0:
+        info[0] = info[1] = info[2] = info[3] = info[4] = 0
+        info[5] = C_OUTSIDE
+    else:
+        with nogil:
+            chunk_at(&buf[0], have, begin, end, &o[0], have, info, check_data)
+    layout_of(&o[0], have, info, layout)
+    return out, tuple(info[i] for i in range(C_INFO_FIELDS)), tuple(
+        layout[i] for i in range(C_LAYOUT_FIELDS))
 
 
 cdef extern from "<unistd.h>" nogil:

@@ -61,7 +61,6 @@ SIGNATURE = bytes.fromhex(
 SIMPLE, TRANSPOSED = ord("r"), ord("t")
 CODECS = {0: "uncompressed", ord("b"): "brotli", ord("z"): "zstd", ord("s"): "snappy"}
 HINT = "pass on_error='skip' to read the other chunks' records"
-_ZERO = np.zeros(1, np.int64)
 _STATUS = {
     riegeli.OUTSIDE: "chunk cut short (the file is truncated or its footer is damaged)",
     riegeli.HEADER_HASH: "chunk header hash mismatch",
@@ -403,25 +402,31 @@ class ArrayRecordFile:
 
     def one_chunk(self, k: int, check: bool = True) -> tuple[np.ndarray, np.ndarray]:
         """Chunk k's records (bytes, offsets): `ds[i]`'s short path (one read, one core
-        call, one decompression per part). CorruptRecordError when it is damaged."""
+        call, a decompression per part). CorruptRecordError when it is damaged."""
         f = self.footer
         begin, end = int(f.offsets[k]), int(f.ends[k])
-        buf = self.read(begin, end)
-        out = np.empty(len(buf), np.uint8)
-        info = np.zeros((1, riegeli.INFO_FIELDS), np.int64)
-        riegeli.unblock_chunks(buf, _ZERO, np.array([begin]), np.array([end]), out, info, check)
-        start, size, kind, records, decoded, status = info[0].tolist()
+        out, info, layout = riegeli.one_chunk(self.read(begin, end), begin, end, check)
+        _, _, kind, records, decoded, status = info
+        codec, s_at, s_len, s_size, v_at, v_len, v_size, ok = layout
         said = int(f.firsts[k + 1] - f.firsts[k])
-        if status == riegeli.OK and kind == TRANSPOSED:
-            self.chunk_records(np.array([k]), check)  # raises SchemaError, naming them
-        if status != riegeli.OK or kind != SIMPLE or records != said:
+        fits = ok and records == said and v_size == decoded and s_size <= 10 * records
+        if status != riegeli.OK or kind != SIMPLE or not fits or codec not in (0, ord("z")):
+            return self._one_the_long_way(k, check)  # names the damage, or other codecs
+        if codec == 0:
+            sizes, values = out[s_at : s_at + s_len], out[v_at : v_at + v_len]
+        else:
+            z = _zstd()
+            sizes = np.frombuffer(
+                z.decompress(out[s_at : s_at + s_len], max_output_size=max(s_size, 1)), np.uint8
+            )
+            values = np.frombuffer(
+                z.decompress(out[v_at : v_at + v_len], max_output_size=max(v_size, 1)), np.uint8
+            )
+        offsets = np.empty(records + 1, np.int64)
+        used = riegeli.sizes_to_offsets(sizes, offsets)
+        if used != len(sizes) or len(values) != decoded or int(offsets[-1]) != decoded:
             return self._one_the_long_way(k, check)
-        try:
-            return decode_simple(out[start : start + size], records, decoded)
-        except ImportError:
-            raise
-        except Exception:
-            return self._one_the_long_way(k, check)
+        return values, offsets
 
     def _one_the_long_way(self, k: int, check: bool) -> tuple[np.ndarray, np.ndarray]:
         got = self.chunk_records(np.array([k], np.int64), check)
