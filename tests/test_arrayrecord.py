@@ -464,3 +464,79 @@ def test_a_chunk_header_that_disagrees_with_the_footer_is_named(tmp_path):
     assert "chunk holds 11 records, the footer says 10" in str(error) and error.record == 10
     ds = tn.open(path, SPEC, on_error="skip")
     assert ds.to_numpy()["id"].tolist() == [*range(10), *range(20, 40)]
+
+
+# --- damage anywhere: the records, or a typed error ------------------------------------------
+
+hypothesis = pytest.importorskip("hypothesis")
+st = hypothesis.strategies
+
+
+@pytest.fixture(scope="module")
+def spanning(tmp_path_factory):
+    """A file of chunks running across several 64 KiB blocks, and its records."""
+    recs = [bytes([i % 251]) * (300 + 37 * (i % 50)) for i in range(400)]
+    path = write_ar(
+        tmp_path_factory.mktemp("span") / "s.array_record", recs, "group_size:7,uncompressed"
+    )
+    with open(path, "rb") as fh:
+        return fh.read(), recs
+
+
+@hypothesis.settings(max_examples=150, deadline=None)
+@hypothesis.given(where=st.floats(0, 1, exclude_max=True), bit=st.integers(0, 7))
+def test_a_flipped_bit_anywhere_gives_the_records_or_a_typed_error(
+    tmp_path_factory, spanning, where, bit
+):
+    data, recs = spanning
+    damaged = bytearray(data)
+    at = int(where * len(data))
+    damaged[at] ^= 1 << bit
+    path = tmp_path_factory.mktemp("flip") / "f.array_record"
+    path.write_bytes(bytes(damaged))
+    try:
+        f = ArrayRecordFile(str(path))
+        got = f.chunk_records(np.arange(len(f.footer.offsets)))
+    except (tn.CorruptRecordError, tn.SchemaError):
+        return
+    rows = list(got.batch)
+    if not got.errors:
+        assert rows == recs  # a flip in a block header, padding or unused bytes
+    else:  # the damaged chunk is left out, the others are whole
+        skipped = {e.record for e in got.errors}
+        assert all(r % 7 == 0 for r in skipped)
+        kept = [r for i, r in enumerate(recs) if i - i % 7 not in skipped]
+        assert rows == kept
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(
+    buf=st.binary(max_size=300), begin=st.integers(-5, 70000), size=st.integers(-5, 400)
+)
+def test_the_core_takes_any_bytes(buf, begin, size):
+    from tfrecnp._core import riegeli
+
+    b = np.frombuffer(buf, np.uint8)
+    _, info, _ = riegeli.one_chunk(b, begin, begin + size)
+    assert info[5] in (
+        riegeli.OK,
+        riegeli.OUTSIDE,
+        riegeli.HEADER_HASH,
+        riegeli.DATA_SIZE,
+        riegeli.DATA_HASH,
+    )
+    offsets = np.empty(8, np.int64)
+    assert riegeli.sizes_to_offsets(b, offsets) <= len(b)
+    fields = np.zeros((1, 3), np.uint64)
+    riegeli.uint_fields(b, np.array([0, len(b)], np.int64), fields)
+    out2 = np.empty(len(b), np.uint8)
+    info2 = np.zeros((2, riegeli.INFO_FIELDS), np.int64)
+    riegeli.unblock_chunks(
+        b,
+        np.array([0, max(0, len(b) - 50)], np.int64),
+        np.array([begin, begin]),
+        np.array([begin + size, begin + size]),
+        out2,
+        info2,
+    )
+    riegeli.simple_layout(out2, info2, np.zeros((2, riegeli.LAYOUT_FIELDS), np.int64))
