@@ -540,3 +540,11 @@ def test_the_core_takes_any_bytes(buf, begin, size):
         info2,
     )
     riegeli.simple_layout(out2, info2, np.zeros((2, riegeli.LAYOUT_FIELDS), np.int64))
+
+
+def test_read_and_convert(tmp_path):
+    path = write_ar(tmp_path / "r.array_record", map(example, range(60)), "group_size:5")
+    assert tn.read(path, SPEC)["id"].tolist() == list(range(60))
+    assert list(tn.read(path)["tokens"].to_list()[4]) == [40, 41, 42, 43]
+    out = tn.convert(path, str(tmp_path / "r.npz"), progress=False)
+    assert np.load(out)["id"].tolist() == list(range(60))

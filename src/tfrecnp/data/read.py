@@ -12,6 +12,7 @@ from ..example.infer import infer_spec
 from ..example.spec import Spec, as_spec
 from ..format.damage import check_on_error
 from ..format.paths import Paths, expand_paths
+from .arrayrecord import is_array_record_source, open_array_record
 from .record_dataset import RecordSource, read_blocks
 
 
@@ -25,7 +26,8 @@ def read(
     storage_options: dict | None = None,
     on_error: str = "raise",
 ) -> Batch:
-    """Every record of TFRecord files decoded into one dict of columns, held in memory.
+    """Every record of TFRecord (or ArrayRecord) files decoded into one dict of columns,
+    held in memory.
 
     For a dataset larger than memory, stream it instead: ``tn.open(paths).batches(n)``.
 
@@ -53,8 +55,18 @@ def read(
     dict
         {feature: column}: ndarrays, tn.Ragged or tn.BytesColumn, one row per record.
     """
-    files = expand_paths(paths, storage_options)
     check_on_error(on_error)
+    if is_array_record_source(paths, storage_options):  # ArrayRecord files: a Dataset's pass
+        ds = open_array_record(
+            paths,
+            spec=spec,
+            on_error=on_error,
+            verify=verify_crc,
+            storage_options=storage_options,
+            load_spec=as_spec,
+        )
+        return ds.to_numpy()
+    files = expand_paths(paths, storage_options)
     if spec is None:
         spec = infer_spec(files, compression=compression, on_error=on_error)
     spec = as_spec(spec)
