@@ -548,3 +548,18 @@ def test_read_and_convert(tmp_path):
     assert list(tn.read(path)["tokens"].to_list()[4]) == [40, 41, 42, 43]
     out = tn.convert(path, str(tmp_path / "r.npz"), progress=False)
     assert np.load(out)["id"].tolist() == list(range(60))
+
+
+def test_a_folder_of_shards_beside_other_files(tmp_path):
+    for k, numbers in enumerate([range(0, 12), range(12, 30)]):
+        write_ar(tmp_path / f"ds-train.array_record-{k:05d}-of-00002", map(example, numbers), "")
+    (tmp_path / "README.md").write_text("shards of ds")
+    (tmp_path / "_SUCCESS").write_text("")
+    with pytest.warns(UserWarning, match=r"passed over 1 file that is not ArrayRecord: README"):
+        ds = tn.open(str(tmp_path), SPEC)
+    assert ds[:]["id"].tolist() == list(range(30))
+    tfrecords = tmp_path / "tf"  # a folder of TFRecord shards stays one
+    tfrecords.mkdir()
+    with tn.RecordWriter(tfrecords / "a.tfrecord") as w:
+        w.write(example(3))
+    assert tn.open(str(tfrecords), SPEC)[0]["id"] == 3

@@ -452,7 +452,7 @@ def open_array_record(
         src = fs.resolve(src, storage_options)
     elif isinstance(src, (list, tuple)):
         src = [fs.resolve(p, storage_options) for p in src]
-    paths = list_array_record(src)
+    paths = list_array_record(src, warn=True)
     if not paths:
         raise FileNotFoundError(f"no ArrayRecord files in {src}")
     files = ArrayRecordFiles(paths, on_error, verify)

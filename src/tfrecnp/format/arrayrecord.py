@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,22 +93,40 @@ def _candidates(src: Any) -> list[Any] | None:
     return [src] if fs.isfile(src) else None
 
 
-def list_array_record(src: Any) -> list[Any]:
+def list_array_record(src: Any, *, warn: bool = False) -> list[Any]:
     """The ArrayRecord files of a file, folder, glob or list of them, in order; [] when any
-    part names none or other files. A file is judged by the Riegeli/records signature its
-    first 64 bytes hold."""
+    part names none. A file is judged by the Riegeli/records signature its first 64 bytes
+    hold. A folder or glob is ArrayRecord's when its first file named like a shard
+    ("array_record" in the name), else its first file, is one; its other files (a README,
+    dataset_info.json) are then passed over, named in a warning when `warn`. A file named
+    explicitly must be one."""
     if not isinstance(src, (str, os.PathLike)):
         found: list[Any] = []
         for p in src:
-            part = list_array_record(p)
+            part = list_array_record(p, warn=warn)
             if not part:
                 return []
             found += part
         return found
     names = _candidates(src)
-    if not names or not all(is_array_record(p) for p in names):
+    if not names:
         return []
-    return names
+    named = [p for p in names if "array_record" in fs.basename(p)]
+    if not is_array_record((named or names)[0]):
+        return []
+    if len(names) == 1:
+        return names
+    found = [p for p in names if is_array_record(p)]
+    passed = [fs.basename(p) for p in names if p not in set(found)]
+    if passed and warn:
+        more = f" and {len(passed) - 8} more" if len(passed) > 8 else ""
+        warnings.warn(
+            f"{src}: passed over {len(passed)} "
+            f"{'files that are' if len(passed) != 1 else 'file that is'} not ArrayRecord: "
+            f"{', '.join(passed[:8])}{more}; name a file to read it alone",
+            stacklevel=3,
+        )
+    return found
 
 
 def is_array_record_source(src: Any, storage_options: dict | None = None) -> bool:
