@@ -486,16 +486,20 @@ class ArrayRecordFile:
                 got[r] = len(part)
             return got
         self._open()
-        err = riegeli.pread_ranges(
-            self._fd,
-            np.ascontiguousarray(starts),
-            np.ascontiguousarray(lengths),
-            np.ascontiguousarray(at),
-            buf,
-            got,
-        )
-        if err:
-            raise OSError(err, os.strerror(err), str(self.path))
+        starts, lengths, at = (np.ascontiguousarray(a, np.int64) for a in (starts, lengths, at))
+        got[:] = lengths
+        first = 0
+        while first < len(starts):  # the core reads on to the first run the file cuts short
+            try:
+                k, n = framing.pread_runs(
+                    self._fd, starts[first:], lengths[first:], buf, at[first:]
+                )
+            except OSError as e:
+                raise OSError(e.errno, e.strerror, str(self.path)) from None
+            if k < 0:
+                break
+            got[first + k] = n
+            first += k + 1
         return got
 
     def _open(self) -> None:
