@@ -31,3 +31,14 @@ def simple_layout(out: Buffer, info: NDArray[np.int64], layout: NDArray[np.int64
 def one_chunk(
     buf: Buffer, begin: int, end: int, check_data: bool = True
 ) -> tuple[NDArray[np.uint8], tuple[int, ...], tuple[int, ...]]: ...
+def lay_chunks(
+    data: Buffer,
+    offsets: Int64s,
+    types: NDArray[np.uint8],
+    records: Int64s,
+    decoded: Int64s,
+    pos: int,
+    out: NDArray[np.uint8],
+    begins: Int64s,
+) -> int: ...
+def chunks_size(offsets: Int64s, records: Int64s, pos: int) -> int: ...

@@ -11,7 +11,7 @@ is checked against the bytes there are before it is used.
 """
 
 from libc.stdint cimport int64_t, uint8_t, uint64_t
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 
 cdef extern from "highway.h":
     uint64_t tfrecnp_riegeli_hash(const uint8_t *data, size_t size) noexcept nogil
@@ -345,3 +345,111 @@ def one_chunk(const uint8_t[::1] buf, int64_t begin, int64_t end, bint check_dat
     layout_of(&o[0], have, info, layout)
     return out, tuple(info[i] for i in range(C_INFO_FIELDS)), tuple(
         layout[i] for i in range(C_LAYOUT_FIELDS))
+
+
+# --- writing ---------------------------------------------------------------------------
+
+cdef inline void put64(uint8_t *p, uint64_t v) noexcept nogil:
+    memcpy(p, &v, 8)  # little-endian hosts (x86-64, arm64)
+
+
+cdef inline int64_t remaining_in_block(int64_t pos) noexcept nogil:
+    return (BLOCK - pos % BLOCK) % BLOCK
+
+
+cdef inline int64_t chunk_end(int64_t begin, int64_t length, int64_t records) noexcept nogil:
+    """Where a chunk of `length` bytes (header and data) holding `records` records that
+    begins at `begin` ends: past its block headers, and at least `records` bytes on, at a
+    place a chunk may begin (not inside nor right after a block header)."""
+    cdef int64_t usable = BLOCK - BLOCK_HEADER
+    cdef int64_t end = begin + length + (
+        (length + (begin + usable - 1) % BLOCK) // usable) * BLOCK_HEADER
+    cdef int64_t least = begin + records, extra = remaining_in_block(least) - (usable - 1)
+    if extra > 0:
+        least += extra
+    return end if end > least else least
+
+
+cdef int64_t put_section(const uint8_t *src, int64_t n, int64_t *pos, int64_t begin,
+                         int64_t end, uint8_t *dst) noexcept nogil:
+    """n bytes of a chunk (src, or zeros when src is NULL) at file position pos[0], a block
+    header written first at every block boundary; returns the bytes of dst used."""
+    cdef int64_t o = 0, run, within
+    cdef uint8_t *h
+    while n > 0:
+        within = pos[0] % BLOCK
+        if within == 0:
+            h = dst + o
+            put64(h + 8, <uint64_t>(pos[0] - begin))
+            put64(h + 16, <uint64_t>(end - pos[0]))
+            put64(h, tfrecnp_riegeli_hash(h + 8, 16))
+            o += BLOCK_HEADER
+            pos[0] += BLOCK_HEADER
+            within = BLOCK_HEADER
+        run = BLOCK - within
+        if run > n:
+            run = n
+        if src != NULL:
+            memcpy(dst + o, src, run)
+            src += run
+        else:
+            memset(dst + o, 0, run)
+        o += run
+        pos[0] += run
+        n -= run
+    return o
+
+
+def lay_chunks(const uint8_t[::1] data, const int64_t[::1] offsets,
+               const uint8_t[::1] types, const int64_t[::1] records,
+               const int64_t[::1] decoded, int64_t pos, uint8_t[::1] out,
+               int64_t[::1] begins) -> int:
+    """Chunks as a Riegeli/records writer lays them out, from file position `pos` on:
+    chunk k's data is data[offsets[k]:offsets[k + 1]], of chunk type types[k], holding
+    records[k] records of decoded[k] bytes. Each gets its 40-byte header (hashes
+    computed here), is cut by a 24-byte block header at every 64 KiB boundary and padded
+    with zeros to where the next chunk may begin; begins[k] gets its file position. Writes
+    into out (bytes for file positions pos.. on); returns the bytes used, or -1 when out
+    is too small (`chunks_size` says how much is needed)."""
+    cdef Py_ssize_t n = types.shape[0], k
+    cdef int64_t o = 0, begin, end, size, have = out.shape[0], need
+    cdef uint8_t header[CHUNK_HEADER]
+    cdef uint8_t empty = 0
+    cdef const uint8_t *d = &data[0] if data.shape[0] else &empty
+    if (offsets.shape[0] != n + 1 or records.shape[0] != n or decoded.shape[0] != n
+            or begins.shape[0] < n):
+        raise ValueError("offsets, types, records, decoded and begins do not match")
+    if n == 0:
+        return 0
+    if offsets[0] < 0 or offsets[n] > data.shape[0]:
+        raise ValueError("offsets run outside data")
+    for k in range(n):
+        if offsets[k + 1] < offsets[k] or records[k] < 0 or records[k] >= (1LL << 56):
+            raise ValueError(f"chunk {k}: offsets go down or records out of range")
+    need = chunks_size(offsets, records, pos)
+    if need > have:
+        return -1
+    with nogil:
+        for k in range(n):
+            begin = pos
+            size = offsets[k + 1] - offsets[k]
+            put64(header + 8, <uint64_t>size)
+            put64(header + 16, tfrecnp_riegeli_hash(d + offsets[k], size))
+            put64(header + 24, (<uint64_t>records[k] << 8) | types[k])
+            put64(header + 32, <uint64_t>decoded[k])
+            put64(header, tfrecnp_riegeli_hash(header + 8, CHUNK_HEADER - 8))
+            end = chunk_end(begin, CHUNK_HEADER + size, records[k])
+            begins[k] = begin
+            o += put_section(header, CHUNK_HEADER, &pos, begin, end, &out[0] + o)
+            o += put_section(d + offsets[k], size, &pos, begin, end, &out[0] + o)
+            o += put_section(NULL, end - pos, &pos, begin, end, &out[0] + o)
+    return o
+
+
+def chunks_size(const int64_t[::1] offsets, const int64_t[::1] records, int64_t pos) -> int:
+    """The file bytes `lay_chunks` writes for these chunks from position pos on."""
+    cdef Py_ssize_t n = records.shape[0], k
+    cdef int64_t start = pos
+    for k in range(n):
+        pos = chunk_end(pos, CHUNK_HEADER + offsets[k + 1] - offsets[k], records[k])
+    return pos - start

