@@ -154,3 +154,133 @@ def test_options_are_checked(tmp_path):
     with pytest.raises(ValueError, match="group_size"):
         ArrayRecordWriter(tmp_path / "x.array_record", group_size=0)
     assert list(tmp_path.iterdir()) == []
+
+
+# --- tn.write / tn.Writer ------------------------------------------------------------------
+
+
+def columns(n: int = 600) -> dict:
+    import tfrecnp as tn
+
+    rng = np.random.default_rng(2)
+    lengths = rng.integers(0, 5, n)
+    return {
+        "id": np.arange(n, dtype=np.int64),
+        "x": rng.random((n, 3), dtype=np.float32),
+        "tokens": tn.Ragged(
+            np.arange(int(lengths.sum()), dtype=np.int64),
+            np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        ),
+        "name": [f"n{i}".encode() for i in range(n)],
+    }
+
+
+def parse_with_tf(payloads: list[bytes]) -> dict:
+    tf = pytest.importorskip("tensorflow")
+    features = {
+        "id": tf.io.FixedLenFeature([], tf.int64),
+        "x": tf.io.FixedLenFeature([3], tf.float32),
+        "tokens": tf.io.RaggedFeature(tf.int64),
+        "name": tf.io.FixedLenFeature([], tf.string),
+    }
+    parsed = tf.io.parse_example(tf.constant(payloads), features)
+    return {
+        "id": parsed["id"].numpy(),
+        "x": parsed["x"].numpy(),
+        "tokens": parsed["tokens"].to_list(),
+        "name": parsed["name"].numpy().tolist(),
+    }
+
+
+def assert_columns(got: dict, cols: dict) -> None:
+    np.testing.assert_array_equal(got["id"], cols["id"])
+    np.testing.assert_array_equal(got["x"], cols["x"])
+    r = cols["tokens"]
+    want = [
+        r.values[a:b].tolist() for a, b in zip(r.row_splits[:-1], r.row_splits[1:], strict=True)
+    ]
+    assert got["tokens"] == want
+    assert got["name"] == cols["name"]
+
+
+@pytest.mark.parametrize("group_size", [1, 65536])
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_write_array_record_read_by_array_record_and_parse_example(
+    tmp_path, group_size, compression
+):
+    import tfrecnp as tn
+
+    cols = columns()
+    out = tn.write(
+        tmp_path / "e.array_record",
+        cols,
+        group_size=group_size,
+        compression=compression,
+        progress=False,
+    )
+    assert out.paths == [str(tmp_path / "e.array_record")] and out.records == 600
+    records = read_ar(out.paths[0])
+    assert_columns(parse_with_tf(records), cols)
+    source = ards.ArrayRecordDataSource(out.paths)
+    assert len(source) == 600 and source[599] == records[599]
+    got = tn.read(out.paths[0])  # and ours
+    np.testing.assert_array_equal(got["id"], cols["id"])
+    np.testing.assert_array_equal(got["x"], cols["x"])
+
+
+def test_the_records_equal_tfrecord_output(tmp_path):
+    """The same serialized Examples as tn.write puts in a TFRecord file."""
+    import tfrecnp as tn
+
+    cols = columns(300)
+    tn.write(tmp_path / "e.tfrecord", cols, progress=False)
+    tn.write(tmp_path / "e", cols, format="array_record", progress=False)
+    tf_records = [bytes(r) for r in tn.RecordReader(str(tmp_path / "e.tfrecord"))]
+    assert read_ar(tmp_path / "e") == tf_records
+
+
+def test_writer_sharded_named_as_tfds_names_them(tmp_path):
+    import tfrecnp as tn
+
+    cols = columns(1000)
+    with tn.Writer(tmp_path / "ds-train.array_record", records_per_shard=300, progress=False) as w:
+        w.write_batch({k: v[:500] for k, v in cols.items() if k in ("id", "x")})
+        w.write_batch({k: v[500:] for k, v in cols.items() if k in ("id", "x")})
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == [f"ds-train.array_record-0000{k}-of-00004" for k in range(4)]
+    assert w.paths == [str(tmp_path / n) for n in names]
+    assert [len(read_ar(p)) for p in w.paths] == [300, 300, 300, 100]
+    ds = tn.open(str(tmp_path / "ds-train.array_record-*"))
+    np.testing.assert_array_equal(ds.to_numpy()["id"], cols["id"])
+    reader = arm.ArrayRecordReader(w.paths[0])
+    assert reader.writer_options_string().startswith("group_size:1,")
+    assert "zstd:3" in reader.writer_options_string()  # TFDS's choices by default
+    reader.close()
+
+
+def test_an_interrupted_write_leaves_no_file(tmp_path):
+    import tfrecnp as tn
+
+    cols = columns(1000)
+    with pytest.raises(RuntimeError), tn.Writer(tmp_path / "x.array_record", progress=False) as w:
+        w.write_batch({"id": cols["id"][:500]})
+        raise RuntimeError("mid-write")
+    with (
+        pytest.raises(RuntimeError),
+        tn.Writer(tmp_path / "s.array_record", records_per_shard=100, progress=False) as w,
+    ):
+        w.write_batch({"id": cols["id"]})
+        raise RuntimeError("mid-write")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_write_options_are_checked(tmp_path):
+    import tfrecnp as tn
+
+    with pytest.raises(ValueError, match="group_size"):
+        tn.write(tmp_path / "x.tfrecord", {"a": np.arange(3)}, group_size=4, progress=False)
+    with pytest.raises(ValueError, match="compression"):
+        tn.write(tmp_path / "x.array_record", {"a": np.arange(3)}, compression="GZIP")
+    with pytest.raises(ValueError, match="format"):
+        tn.write(tmp_path / "x", {"a": np.arange(3)}, format="parquetish")
+    assert list(tmp_path.iterdir()) == []

@@ -52,6 +52,7 @@ from .._util import fs
 from .._util.atomic import CloseOrAbort, naming_write_errors, require_folder
 from .._util.progress import Progress
 from ..errors import SchemaError
+from ..format.arrayrecord_write import ArrayRecordWriter, parse_compression
 from ..format.compression import normalize_compression
 from ..format.frames import OVERHEAD_BYTES
 from ..format.writer import check_index_option
@@ -68,7 +69,22 @@ from .write_inputs import (
 from .write_sequence import SequenceColumn, encode_sequence_examples
 from .write_shards import Shards
 
-__all__ = ["WriteResult", "Writer", "write"]
+__all__ = ["WriteResult", "Writer", "output_format", "write"]
+
+FORMATS = ("tfrecord", "array_record")
+
+
+def output_format(path: str, format: str | None) -> str:
+    """ "tfrecord" or "array_record": as given, else ArrayRecord for a path ending in
+    ``.array_record``."""
+    if format is None:
+        return "array_record" if str(path).lower().endswith(".array_record") else "tfrecord"
+    fmt = str(format).lower().replace("-", "_")
+    fmt = {"arrayrecord": "array_record", "tfrecords": "tfrecord"}.get(fmt, fmt)
+    if fmt not in FORMATS:
+        raise ValueError(f"format {format!r}: write takes 'tfrecord' or 'array_record'")
+    return fmt
+
 
 EXAMPLE_BUFFER = 1024  # write_example: records gathered before they are encoded together
 
@@ -99,12 +115,14 @@ class WriteResult(tuple):
 
 class Writer(CloseOrAbort):
     """Streams batches of columns (or single examples) into TFRecord files of
-    tf.train.Example.
+    tf.train.Example (or ArrayRecord files of them: format="array_record" or a path ending
+    in ``.array_record``; group_size and compression as array-record spells them).
 
     Use as a context manager: files appear under their final names only when the block
     ends without an exception. With records_per_shard, shards are named like TensorFlow's
-    (``data-00000-of-00008.tfrecord``), the count known at close. `spec` describes what was
-    written (the spec that reads it back); `paths` lists the files after close.
+    (``data-00000-of-00008.tfrecord``; ArrayRecord: TFDS's
+    ``data.array_record-00000-of-00008``), the count known at close. `spec` describes what
+    was written (the spec that reads it back); `paths` lists the files after close.
     """
 
     def __init__(
@@ -119,8 +137,11 @@ class Writer(CloseOrAbort):
         verify: bool = False,
         sequence: Iterable[str] | None = None,
         storage_options: dict | None = None,
+        format: str | None = None,
+        group_size: int | None = None,
     ):
         self.path = fs.resolve(path, storage_options)
+        self.format = output_format(self.path, format)
         if isinstance(sequence, str):
             raise TypeError(f"sequence takes a list of column names, not a str ({sequence!r})")
         self.sequence = frozenset(sequence or ())
@@ -129,7 +150,21 @@ class Writer(CloseOrAbort):
                 f"{self.path} is a folder; give a file name such as "
                 f"{fs.join(self.path.rstrip('/' + os.sep), 'data.tfrecord')}"
             )
-        self.compression = normalize_compression(compression, allow_auto=False)
+        array_record = None
+        if self.format == "array_record":
+            if index or verify:
+                raise ValueError(
+                    f"{'index' if index else 'verify'}=True applies to TFRecord output; "
+                    "ArrayRecord files carry their own index (the footer) and hashes"
+                )
+            codec, level = parse_compression(compression)
+            self.compression = codec if level is None else f"{codec}:{level}"
+            array_record = {"group_size": 1 if group_size is None else group_size}
+            array_record["compression"] = self.compression
+        else:
+            if group_size is not None:
+                raise ValueError("group_size applies to ArrayRecord output (format='array_record')")
+            self.compression = normalize_compression(compression, allow_auto=False)
         if records_per_shard is not None and (
             not isinstance(records_per_shard, (int, np.integer)) or records_per_shard < 1
         ):
@@ -155,6 +190,7 @@ class Writer(CloseOrAbort):
             index=index,
             records_per_shard=records_per_shard,
             checksums=verify,
+            array_record=array_record,
         )
         self._payloads = np.empty(0, np.uint8)  # the encoder's output, reused per batch
         self._pending: list[dict] = []
@@ -162,6 +198,8 @@ class Writer(CloseOrAbort):
         self._expected: list[tuple[list[InputColumn], int]] = []
         self.closed = False
         require_folder(self.path)
+        if array_record is not None:  # options checked now, not at the first record
+            ArrayRecordWriter.check_options(**array_record)
 
     # public --------------------------------------------------------------------------
 
@@ -312,6 +350,8 @@ def write(
     verify: bool = False,
     sequence: Iterable[str] | None = None,
     storage_options: dict | None = None,
+    format: str | None = None,
+    group_size: int | None = None,
 ) -> WriteResult:
     """Write columns as TFRecord files of tf.train.Example, one record per row.
 
@@ -334,9 +374,12 @@ def write(
         For every column, or a dict per column. None / "list": float_list / int64_list /
         bytes_list; "raw": each record's array as one bytes value (read back with tn.Raw);
         "jpeg" / "png": uint8 [n, h, w, c] images (read back with tn.Image).
-    compression : {None, "GZIP", "ZLIB"}
+    compression : {None, "GZIP", "ZLIB"}, or for ArrayRecord a codec
+        "zstd[:N]", "brotli[:N]", "snappy" or "uncompressed"; ArrayRecord's default (None)
+        is "zstd:3", as array-record's writer and TFDS write.
     records_per_shard : int, optional
-        Split into shards named ``name-00000-of-00008.tfrecord``.
+        Split into shards named ``name-00000-of-00008.tfrecord`` (ArrayRecord: TFDS's
+        ``name.array_record-00000-of-00008``).
     index : bool
         Also write ``.idx`` sidecars (offset and length of each record).
     progress : bool
@@ -349,6 +392,12 @@ def write(
         `tn.read` gives for a tn.Sequence spec.
     storage_options : dict, optional
         For a URL: passed to its fsspec filesystem.
+    format : {None, "tfrecord", "array_record"}
+        The files written; None: ArrayRecord when the path ends in ``.array_record``, else
+        TFRecord. ArrayRecord files hold the same serialized tf.train.Example records.
+    group_size : int, optional
+        ArrayRecord: records per chunk (default 1, array-record's and TFDS's: fastest
+        random access; 65536 packs and compresses better).
 
     Returns
     -------
@@ -372,6 +421,8 @@ def write(
         verify=verify,
         sequence=sequence,
         storage_options=storage_options,
+        format=format,
+        group_size=group_size,
     )
     if batches is not None:  # a pyarrow dataset or reader: a record batch at a time
         return _write_stream(writer, batches)

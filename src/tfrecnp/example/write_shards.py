@@ -1,7 +1,8 @@
 """The files of one `Writer` output: shards written under hidden names, published together.
 
 With records_per_shard, a new shard begins every that many records; its final name,
-TensorFlow's ``data-00002-of-00008.tfrecord``, is known only once the count is, at close.
+TensorFlow's ``data-00002-of-00008.tfrecord`` (TFDS's ``data.array_record-00002-of-00008``
+for ArrayRecord files), is known only once the count is, at close.
 Until then every shard lives under a hidden temporary name (RecordWriter), all finished
 but the last. `publish` moves them all into place or none: a failed rename takes back the
 shards already moved, and Ctrl-C waits until all are in place.
@@ -16,16 +17,20 @@ import numpy as np
 from .._core import framing
 from .._util import fs
 from .._util.atomic import deferred_interrupt
+from ..format.arrayrecord_write import ArrayRecordWriter
 from ..format.index import index_path
 from ..format.writer import RecordWriter
 
 __all__ = ["Shards", "shard_name"]
 
 
-def shard_name(path: str, shard: int, shards: int) -> str:
-    """TensorFlow's shard naming: out/data.tfrecord -> out/data-00002-of-00008.tfrecord."""
-    root, ext = os.path.splitext(path)
+def shard_name(path: str, shard: int, shards: int, array_record: bool = False) -> str:
+    """TensorFlow's shard naming: out/data.tfrecord -> out/data-00002-of-00008.tfrecord;
+    for ArrayRecord, TFDS's: out/data.array_record -> out/data.array_record-00002-of-00008."""
     width = max(5, len(str(shards)))
+    if array_record:
+        return fs.like(path, f"{path}-{shard:0{width}d}-of-{shards:0{width}d}")
+    root, ext = os.path.splitext(path)
     return fs.like(path, f"{root}-{shard:0{width}d}-of-{shards:0{width}d}{ext}")
 
 
@@ -41,12 +46,16 @@ class Shards:
         index: bool,
         records_per_shard: int | None,
         checksums: bool,
+        array_record: dict | None = None,
     ):
         self.path = path
+        self.array_record = array_record  # ArrayRecordWriter's options, for ArrayRecord files
         self.compression = compression
         self.index = index
         self.records_per_shard = records_per_shard
-        self.writers: list[RecordWriter] = []  # all finished but the last, none published
+        self.writers: list[
+            RecordWriter | ArrayRecordWriter
+        ] = []  # all finished but the last, none published
         self.checksums: list[int] | None = [] if checksums else None
         self._dir, self._base = fs.split(path)
 
@@ -93,7 +102,7 @@ class Shards:
         for shard in self.writers:
             shard.abort()
 
-    def _current(self) -> RecordWriter:
+    def _current(self) -> RecordWriter | ArrayRecordWriter:
         if not self.writers or (
             self.records_per_shard and self.writers[-1].records >= self.records_per_shard
         ):
@@ -105,11 +114,17 @@ class Shards:
         if previous is not None:
             previous.finish()
         path = fs.join(self._dir, self._base)  # its final name is known at close
-        self.writers.append(RecordWriter(path, self.compression, index=self.index, reuse=previous))
+        if self.array_record is not None:
+            self.writers.append(ArrayRecordWriter(path, **self.array_record))
+        else:
+            self.writers.append(
+                RecordWriter(path, self.compression, index=self.index, reuse=previous)
+            )
         if self.checksums is not None:
             self.checksums.append(0)
 
     def _final_names(self) -> list[str]:
         if self.records_per_shard is None:
             return [self.path]
-        return [shard_name(self.path, k, len(self.writers)) for k in range(len(self.writers))]
+        n, ar = len(self.writers), self.array_record is not None
+        return [shard_name(self.path, k, n, ar) for k in range(n)]

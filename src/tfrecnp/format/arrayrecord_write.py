@@ -172,8 +172,7 @@ class ArrayRecordWriter(CloseOrAbort):
         storage_options: dict | None = None,
     ):
         self.path = fs.resolve(path, storage_options)
-        if not isinstance(group_size, (int, np.integer)) or not 1 <= group_size < 2**31:
-            raise ValueError(f"group_size must be an int from 1 to 2**31 - 1, not {group_size!r}")
+        self.check_options(group_size, compression)
         self.group_size = int(group_size)
         self.codec, self.level = parse_compression(compression)
         self.options = writer_options(self.group_size, self.codec, self.level)
@@ -196,6 +195,13 @@ class ArrayRecordWriter(CloseOrAbort):
             except BaseException:
                 self.abort()
                 raise
+
+    @staticmethod
+    def check_options(group_size: int = 1, compression: str | None = None) -> None:
+        """ValueError when the options are not ones this writer takes."""
+        if not isinstance(group_size, (int, np.integer)) or not 1 <= group_size < 2**31:
+            raise ValueError(f"group_size must be an int from 1 to 2**31 - 1, not {group_size!r}")
+        parse_compression(compression)
 
     def write(self, payload: bytes | bytearray | memoryview) -> None:
         """Append one record."""
