@@ -5,6 +5,8 @@ and 65536; tn.write / tn.Writer / tn.convert / the CLI, sharded and atomic."""
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -284,3 +286,116 @@ def test_write_options_are_checked(tmp_path):
     with pytest.raises(ValueError, match="format"):
         tn.write(tmp_path / "x", {"a": np.arange(3)}, format="parquetish")
     assert list(tmp_path.iterdir()) == []
+
+
+# --- tn.convert and the CLI ----------------------------------------------------------------
+
+
+def tfrecord_payloads(paths) -> list[bytes]:
+    import tfrecnp as tn
+
+    return [bytes(r) for r in tn.RecordReader(paths)]
+
+
+def test_convert_tfrecord_to_array_record_and_back(tmp_path):
+    import tfrecnp as tn
+
+    cols = columns(700)
+    tn.write(tmp_path / "a.tfrecord", cols, progress=False)
+    payloads = tfrecord_payloads(str(tmp_path / "a.tfrecord"))
+    out = tn.convert(tmp_path / "a.tfrecord", tmp_path / "b.array_record", progress=False)
+    assert out.paths == [str(tmp_path / "b.array_record")] and out.records == 700
+    assert set(out.spec) == set(cols)
+    assert read_ar(tmp_path / "b.array_record") == payloads
+    assert_columns(parse_with_tf(read_ar(tmp_path / "b.array_record")), cols)
+    back = tn.convert(tmp_path / "b.array_record", tmp_path / "c.tfrecord", progress=False)
+    assert back.records == 700
+    assert (tmp_path / "c.tfrecord").read_bytes() == (tmp_path / "a.tfrecord").read_bytes()
+
+
+def test_convert_sharded_both_ways_with_options(tmp_path):
+    import tfrecnp as tn
+
+    cols = columns(1000)
+    tn.write(tmp_path / "a.tfrecord", cols, records_per_shard=400, progress=False)
+    src = str(tmp_path / "a-*.tfrecord")
+    payloads = tfrecord_payloads(src)
+    out = tn.convert(
+        src,
+        tmp_path / "ds-train",
+        format="array_record",
+        records_per_shard=300,
+        group_size=65536,
+        compression="snappy",
+        progress=False,
+    )
+    assert [os.path.basename(p) for p in out.paths] == [
+        f"ds-train-0000{k}-of-00004" for k in range(4)
+    ]
+    assert [r for p in out.paths for r in read_ar(p)] == payloads
+    back = tn.convert(
+        str(tmp_path / "ds-train-*"),
+        tmp_path / "z.tfrecord",
+        records_per_shard=600,
+        compression="GZIP",
+        progress=False,
+    )
+    assert [os.path.basename(p) for p in back.paths] == [
+        "z-00000-of-00002.tfrecord",
+        "z-00001-of-00002.tfrecord",
+    ]
+    assert tfrecord_payloads(back.paths) == payloads
+
+
+def test_convert_interrupted_leaves_nothing(tmp_path, monkeypatch):
+    import tfrecnp as tn
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    tn.write(tmp_path / "a.tfrecord", columns(300), progress=False)
+    calls = []
+
+    def failing(self, *a):
+        calls.append(1)
+        raise OSError(5, "disk gone")
+
+    monkeypatch.setattr(ArrayRecordWriter, "finish", failing)
+    with pytest.raises(OSError):
+        tn.convert(tmp_path / "a.tfrecord", tmp_path / "b.array_record", progress=False)
+    assert calls and sorted(p.name for p in tmp_path.iterdir()) == ["a.tfrecord"]
+
+
+def test_arrays_convert_to_array_record(tmp_path):
+    import tfrecnp as tn
+
+    np.save(tmp_path / "x.npy", np.arange(50, dtype=np.int64))
+    out = tn.convert(tmp_path / "x.npy", tmp_path / "x.array_record", progress=False)
+    assert len(read_ar(out.paths[0])) == 50
+    np.testing.assert_array_equal(tn.read(out.paths[0])["x"], np.arange(50))
+
+
+def test_cli_convert_both_ways(tmp_path, capsys):
+    import tfrecnp as tn
+    from tfrecnp.cli.main import main
+
+    cols = columns(200)
+    tn.write(tmp_path / "a.tfrecord", cols, progress=False)
+    a, b, c = (str(tmp_path / n) for n in ("a.tfrecord", "b.array_record", "c.tfrecord"))
+    assert main(["convert", a, b, "--quiet"]) == 0
+    assert "wrote 200 records" in capsys.readouterr().out
+    assert read_ar(b) == tfrecord_payloads(a)
+    reader = arm.ArrayRecordReader(b)
+    assert "group_size:1," in reader.writer_options_string()
+    reader.close()
+    assert main(["convert", b, c, "--quiet"]) == 0
+    capsys.readouterr()
+    assert Path(c).read_bytes() == Path(a).read_bytes()
+    s = str(tmp_path / "s.array_record")
+    args = ["convert", a, s, "--records-per-shard", "64", "--group-size", "16"]
+    assert main([*args, "--compression", "brotli:5", "--json", "--quiet"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert [os.path.basename(p) for p in got["paths"]] == [
+        f"s.array_record-0000{k}-of-00004" for k in range(4)
+    ]
+    assert [r for p in got["paths"] for r in read_ar(p)] == tfrecord_payloads(a)
+    with pytest.raises(SystemExit):
+        main(["convert", a, str(tmp_path / "e.array_record"), "--compression", "bogus"])

@@ -129,3 +129,86 @@ def head(paths: list[str], spec: Any, n: int) -> list[tuple[str, int, dict[str, 
         path, record = ds.source.files.origins(np.array([i])).where(0)
         out.append((path, record, ds[i]))
     return out
+
+
+# --- convert: records copied between TFRecord and ArrayRecord ------------------------------
+
+_TFRECORD_CODECS = {"none": "none", "gzip": "GZIP", "zlib": "ZLIB"}
+
+
+def compression_arg(text: str) -> str:
+    """--compression of `convert`: none / GZIP / ZLIB (TFRecord output) or an ArrayRecord
+    codec (zstd[:N], brotli[:N], snappy, uncompressed)."""
+    if text.lower() in _TFRECORD_CODECS:
+        return _TFRECORD_CODECS[text.lower()]
+    from ..format.arrayrecord_write import parse_compression
+
+    try:
+        parse_compression(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: give none, GZIP or ZLIB (TFRecord output), or zstd[:N], brotli[:N], "
+            "snappy or uncompressed (ArrayRecord output)"
+        ) from e
+    return text
+
+
+def is_records_copy(args: argparse.Namespace) -> bool:
+    """Whether `convert` copies records: TFRecord -> ArrayRecord or ArrayRecord -> TFRecord."""
+    from ..arrays.sources import array_format
+    from ..data.convert_records import is_records_conversion
+
+    fmt = args.format if args.format in ("array_record", "tfrecord") else None
+    if len(args.src) == 1 and array_format(args.src[0]) is not None:
+        return False  # arrays -> files: tn.write's path
+    return is_records_conversion(list(args.src), args.dst, {"format": fmt})
+
+
+def convert(args: argparse.Namespace) -> int:
+    """`tfrecnp convert` of TFRecord files to ArrayRecord, or back: the records as they are."""
+    from ..data.convert_records import copy_records
+
+    given = [
+        f"--{o.replace('_', '-')}"
+        for o in ("feature", "key", "encoding", "index", "verify", "select", "batch_size", "split")
+        if getattr(args, o, None)
+    ]
+    if given:
+        raise ValueError(
+            f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} to converting arrays "
+            "or to arrays; TFRecord <-> ArrayRecord copies the records as they are"
+        )
+    started = time.perf_counter()
+    compression = None if args.compression == "none" else args.compression
+    result = copy_records(
+        list(args.src),
+        args.dst,
+        format=args.format if args.format in ("array_record", "tfrecord") else None,
+        compression=compression,
+        group_size=args.group_size,
+        records_per_shard=args.records_per_shard,
+        progress=not (args.json or args.quiet),
+        spec=args.spec,
+    )
+    seconds = time.perf_counter() - started
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "sources": list(args.src),
+                    "paths": result.paths,
+                    "records": result.records,
+                    "bytes": result.bytes,
+                    "seconds": round(seconds, 3),
+                }
+            )
+        )
+        return 0
+    where = result.paths[0] if len(result.paths) == 1 else f"{len(result.paths)} shards"
+    print(
+        f"wrote {format_count(result.records)} records ({format_size(result.bytes)}) to "
+        f"{where} in {seconds:.2f}s"
+    )
+    if len(result.paths) > 1:
+        print(f"  {result.paths[0]} ... {result.paths[-1]}")
+    return 0

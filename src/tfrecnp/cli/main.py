@@ -188,6 +188,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
     from ..data.convert import convert_arrays as convert
     from ..example.spec import spec_to_json
 
+    if arrayrecord.is_records_copy(args):  # TFRecord <-> ArrayRecord, record for record
+        return arrayrecord.convert(args)
     if len(args.src) > 1 or array_format(args.src[0]) is None:
         return convert_records(args)
     src = args.src[0]
@@ -204,6 +206,8 @@ def cmd_convert(args: argparse.Namespace) -> int:
             index=args.index,
             progress=not args.json and not args.quiet,
             verify=args.verify,
+            format=args.format if args.format in ("array_record", "tfrecord") else None,
+            group_size=args.group_size,
         )
     except (KeyError, ImportError, NotImplementedError) as e:
         print(f"tfrecnp convert: error: {e.args[0] if e.args else e}", file=sys.stderr)
@@ -236,7 +240,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-_ARRAY_ONLY = ("feature", "key", "encoding", "records_per_shard", "index", "verify")
+_ARRAY_ONLY = (
+    "feature",
+    "key",
+    "encoding",
+    "records_per_shard",
+    "index",
+    "verify",
+    "group_size",
+)
 
 
 def convert_records(args: argparse.Namespace) -> int:
@@ -569,8 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--format",
-        choices=["npy", "npz", "hdf5", "zarr"],
-        help="output format for TFRecord sources (default: from DST's extension; none: npy)",
+        choices=["npy", "npz", "hdf5", "zarr", "array_record", "tfrecord"],
+        help="output format (default: from DST's extension; none: npy); array_record / "
+        "tfrecord copy the records of TFRecord / ArrayRecord files",
     )
     p.add_argument(
         "--spec",
@@ -621,8 +634,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--compression",
         default="none",
-        choices=["none", "GZIP", "ZLIB"],
-        help="compress the output files (default: %(default)s)",
+        type=arrayrecord.compression_arg,
+        metavar="{none,GZIP,ZLIB,zstd[:N],brotli[:N],snappy,uncompressed}",
+        help="compress the output files (default: none; ArrayRecord output: zstd:3)",
+    )
+    p.add_argument(
+        "--group-size",
+        type=_at_least_one,
+        metavar="N",
+        help="ArrayRecord output: records per chunk (default 1, as TFDS writes)",
     )
     p.add_argument(
         "--index", action="store_true", help="write a DST.idx sidecar (offset length) per file"

@@ -13,6 +13,7 @@ from ..arrays.sources import array_format, open_arrays
 from ..example.write import Writer, WriteResult, write
 from ..format.paths import Paths
 from .blocks import block_records
+from .convert_records import copy_records, is_records_conversion
 from .opener import ARRAY_SUFFIXES, fetch_remote_arrays, is_array_source, open
 from .parquet import PARQUET_SUFFIXES, is_arrow_source, save_parquet
 
@@ -30,6 +31,8 @@ def convert_arrays(
     progress: bool = True,
     verify: bool = False,
     storage_options: dict | None = None,
+    format: str | None = None,
+    group_size: int | None = None,
 ) -> WriteResult:
     """Convert an array file (.npy, .npz, HDF5, Zarr, folder of .npy) to TFRecord files.
 
@@ -38,7 +41,7 @@ def convert_arrays(
     in slices, so files larger than memory stream through. Options as for `write`.
     """
     src = fetch_remote_arrays(src, storage_options) or os.fspath(src)
-    if os.fspath(dst).endswith(ARRAY_SUFFIXES):
+    if os.fspath(dst).endswith(ARRAY_SUFFIXES) and format is None:
         raise ValueError(
             f"{dst}: array files convert to TFRecord files (give a .tfrecord path); "
             "array-to-array conversion is not supported: use h5py / zarr / NumPy directly"
@@ -66,6 +69,8 @@ def convert_arrays(
             verify=verify,
             sequence=sequence,
             storage_options=storage_options,
+            format=format,
+            group_size=group_size,
         )
 
 
@@ -92,6 +97,11 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
         Arrays -> TFRecords: those of `convert_arrays` (feature, key, encoding,
         compression, records_per_shard, index, progress, verify, storage_options).
         Parquet -> TFRecords: those of `convert_arrow_files`.
+        TFRecords -> ArrayRecord (a ``.array_record`` dst or format="array_record") and
+        ArrayRecord -> TFRecords (a .tfrecord dst or format="tfrecord"): the records
+        copied byte for byte, with the options of `copy_records` (compression and
+        group_size of the output, records_per_shard, on_error, verify_crc). Arrays and
+        Parquet convert to ArrayRecord too, with format / group_size as in `tn.write`.
         -> Parquet: those of `tn.open` and `select`, and text, row_group_bytes,
         file_bytes, parquet_compression (default "zstd"), progress, overwrite; the
         output may be a URL too (storage_options serve both ends).
@@ -111,6 +121,8 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
         return convert_arrow_files(src, dst, **options)
     if is_array_source(src, options.get("storage_options")):
         return convert_arrays(src, dst, **options)
+    if is_records_conversion(src, dst, options):  # TFRecord <-> ArrayRecord, record for record
+        return copy_records(src, dst, **options)
     open_options = {
         k: options.pop(k)
         for k in ("spec", "compression", "verify_crc", "on_error", "split")
@@ -155,6 +167,8 @@ def convert_arrow_files(
     index: bool = False,
     progress: bool = True,
     storage_options: dict | None = None,
+    format: str | None = None,
+    group_size: int | None = None,
 ) -> WriteResult:
     """Parquet / Arrow IPC files -> TFRecord files, a block of rows at a time (bounded
     memory): each column a feature (lists -> VarLen, fixed-size lists -> FixedLen of their
@@ -170,6 +184,8 @@ def convert_arrow_files(
         index=index,
         progress=progress,
         storage_options=storage_options,
+        format=format,
+        group_size=group_size,
     )
     with writer:
         for block in ds._blocks(block_records(1, ds._mean_record_bytes()), prefetch=1):
