@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tfrecnp.format.arrayrecord import SIGNATURE
+
 arm = pytest.importorskip("array_record.python.array_record_module")
 ards = pytest.importorskip("array_record.python.array_record_data_source")
 
@@ -264,8 +266,13 @@ def test_an_interrupted_write_leaves_no_file(tmp_path):
     import tfrecnp as tn
 
     cols = columns(1000)
-    with pytest.raises(RuntimeError), tn.Writer(tmp_path / "x.array_record", progress=False) as w:
-        w.write_batch({"id": cols["id"][:500]})
+    path = tmp_path / "x.array_record"
+    with pytest.raises(RuntimeError), tn.Writer(path, encoding="raw", progress=False) as w:
+        blob = np.random.default_rng(0).integers(0, 256, (6, 1 << 20), np.uint8)
+        w.write_batch({"blob": blob})  # past the first flush
+        (building,) = tmp_path.iterdir()  # under a hidden name, an ArrayRecord file
+        assert building.name.startswith(".x.array_record.")
+        assert building.read_bytes()[:64] == SIGNATURE
         raise RuntimeError("mid-write")
     with (
         pytest.raises(RuntimeError),
