@@ -87,9 +87,14 @@ def writer_options(group_size: int, codec: str, level: int | None) -> str:
 
 def _varints(values: np.ndarray) -> bytes:
     """Unsigned varint64s of the values, back to back."""
+    return _varints_sized(values)[0]
+
+
+def _varints_sized(values: np.ndarray) -> tuple[bytes, np.ndarray]:
+    """Unsigned varint64s of the values, back to back, and where each begins (n + 1)."""
     v = np.asarray(values, np.uint64)
     if not len(v):
-        return b""
+        return b"", np.zeros(1, np.int64)
     nbytes = np.ones(len(v), np.int64)
     for k in range(1, 10):
         nbytes += v >= np.uint64(1 << (7 * k))
@@ -102,11 +107,17 @@ def _varints(values: np.ndarray) -> bytes:
         more = nbytes[live] > k + 1
         out[at[live] + k] = byte | (more.astype(np.uint8) << 7)
         rest[live] >>= np.uint64(7)
-    return out.tobytes()
+    return out.tobytes(), np.append(at, len(out))
 
 
 def _varint(n: int) -> bytes:
-    return _varints(np.array([n], np.uint64))
+    """One unsigned varint64."""
+    out = bytearray()
+    while n >= 0x80:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
 
 
 def _message(fields: list[tuple[int, int | bytes]]) -> bytes:
@@ -150,8 +161,14 @@ class _Codec:
     def simple_chunk(self, sizes: np.ndarray, values: bytes) -> bytes:
         """A simple chunk's data: compression byte, the sizes' block with its length, the
         values' block."""
-        head = self.block(_varints(sizes))
-        return bytes([self.code]) + _varint(len(head)) + head + self.block(values)
+        return self.chunk_of(_varints(sizes), values)
+
+    def chunk_of(self, sizes: Any, values: Any) -> bytes:
+        """simple_chunk of the record sizes as varints already (bytes-like parts)."""
+        if self.compress is None:
+            return b"".join((b"\0", _varint(len(sizes)), sizes, values))
+        head = self.block(sizes)
+        return b"".join((bytes([self.code]), _varint(len(head)), head, self.block(values)))
 
 
 class ArrayRecordWriter(CloseOrAbort):
@@ -246,11 +263,22 @@ class ArrayRecordWriter(CloseOrAbort):
                     (4, self.options.encode()),
                 ]
             )
-            footer = [_message([(1, meta)])]
-            footer += [_message([(1, int(o)), (2, int(d)), (3, int(r))]) for o, d, r in index]
+            head = _message([(1, meta)])
+            # each entry: fields 1, 2, 3 (tags 8, 16, 24: one byte each) with their varints
+            fields = np.empty((len(index), 6), np.uint64)
+            fields[:, 0::2] = [8, 16, 24]
+            fields[:, 1::2] = index
+            entries, at = _varints_sized(fields.reshape(-1))
+            sizes = np.append(len(head), np.diff(at[::6]))
             footer_at = self.position
-            chunk = self._codec.simple_chunk(_sizes(footer), b"".join(footer))
-            self._lay([chunk], [footer], note=False)
+            chunk = self._codec.simple_chunk(sizes, head + entries)
+            self._write_chunks(
+                [chunk],
+                np.array([SIMPLE], np.uint8),
+                np.array([len(sizes)], np.int64),
+                np.array([len(head) + len(entries)], np.int64),
+                False,
+            )
             self._pad()
             post = _message([(1, footer_at), (2, MAGIC)])
             posts = [post] * 3
@@ -310,9 +338,20 @@ class ArrayRecordWriter(CloseOrAbort):
             return
         records, self._pending = self._pending[:whole], self._pending[whole:]
         self._pending_bytes = sum(map(len, self._pending))
-        chunks = [records[i : i + g] for i in range(0, whole, g)]
-        datas = [self._codec.simple_chunk(_sizes(c), b"".join(c)) for c in chunks]
-        self._lay(datas, chunks)
+        lengths = _sizes(records)
+        at = np.append(np.arange(0, whole, g), whole)  # the chunks' first records
+        ends = np.concatenate([[0], np.cumsum(lengths)])
+        varints, starts = _varints_sized(lengths)
+        sizes, values = memoryview(varints), memoryview(b"".join(records))
+        del records
+        sv, vv = starts[at].tolist(), ends[at].tolist()
+        chunk_of = self._codec.chunk_of
+        datas = [
+            chunk_of(sizes[sv[k] : sv[k + 1]], values[vv[k] : vv[k + 1]])
+            for k in range(len(at) - 1)
+        ]
+        counts, decoded = np.diff(at).astype(np.int64), np.diff(ends[at]).astype(np.int64)
+        self._write_chunks(datas, np.full(len(datas), SIMPLE, np.uint8), counts, decoded, True)
 
     def _lay(self, datas: list[bytes], groups: list[list[bytes]], note: bool = True) -> None:
         """Simple chunks of these datas (holding the groups' records) written at the end
