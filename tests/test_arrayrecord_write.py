@@ -111,6 +111,26 @@ def test_zstd_data_chunks_match_array_records(tmp_path):
     assert mine.read_bytes() == Path(ref).read_bytes()
 
 
+@pytest.mark.parametrize("compression", ["zstd:3", "brotli:6", "snappy"])
+def test_a_chunk_of_more_records_than_bytes_is_padded(tmp_path, compression):
+    """Riegeli pads a chunk to at least as many bytes as it has records: 70 000 records
+    that compress to a few hundred bytes fill more than one 64 KiB block of padding, block
+    headers within it."""
+    from tfrecnp.format.arrayrecord import ArrayRecordFile
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    recs = [b"ab", b"", b"abc"] * 70_000
+    path = tmp_path / "p.array_record"
+    with ArrayRecordWriter(path, group_size=65536, compression=compression) as w:
+        w.write_batch(*packed(recs))
+    assert read_ar(path) == recs
+    f = ArrayRecordFile(path)
+    assert f.footer.records == len(recs) and f.footer.group_size == 65536
+    values, offsets = f.one_chunk(3)
+    assert offsets[-1] == len(values) == sum(map(len, recs[3 * 65536 :]))
+    f.close()
+
+
 def test_no_records(tmp_path):
     from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
 

@@ -400,6 +400,30 @@ cdef int64_t put_section(const uint8_t *src, int64_t n, int64_t *pos, int64_t be
     return o
 
 
+cdef int64_t put_padding(int64_t *pos, int64_t begin, int64_t end, uint8_t *dst) noexcept nogil:
+    """Zeros from file position pos[0] to end, a block header at every block boundary
+    before end (so they count within end - pos[0]); returns the bytes of dst used."""
+    cdef int64_t o = 0, run, within
+    cdef uint8_t *h
+    while pos[0] < end:
+        within = pos[0] % BLOCK
+        if within == 0:
+            h = dst + o
+            put64(h + 8, <uint64_t>(pos[0] - begin))
+            put64(h + 16, <uint64_t>(end - pos[0]))
+            put64(h, tfrecnp_riegeli_hash(h + 8, 16))
+            o += BLOCK_HEADER
+            pos[0] += BLOCK_HEADER
+            within = BLOCK_HEADER
+        run = BLOCK - within
+        if run > end - pos[0]:
+            run = end - pos[0]
+        memset(dst + o, 0, run)
+        o += run
+        pos[0] += run
+    return o
+
+
 def lay_chunks(const uint8_t[::1] data, const int64_t[::1] offsets,
                const uint8_t[::1] types, const int64_t[::1] records,
                const int64_t[::1] decoded, int64_t pos, uint8_t[::1] out,
@@ -442,7 +466,7 @@ def lay_chunks(const uint8_t[::1] data, const int64_t[::1] offsets,
             begins[k] = begin
             o += put_section(header, CHUNK_HEADER, &pos, begin, end, &out[0] + o)
             o += put_section(d + offsets[k], size, &pos, begin, end, &out[0] + o)
-            o += put_section(NULL, end - pos, &pos, begin, end, &out[0] + o)
+            o += put_padding(&pos, begin, end, &out[0] + o)
     return o
 
 
