@@ -426,3 +426,47 @@ def test_cli_convert_both_ways(tmp_path, capsys):
     assert [r for p in got["paths"] for r in read_ar(p)] == tfrecord_payloads(a)
     with pytest.raises(SystemExit):
         main(["convert", a, str(tmp_path / "e.array_record"), "--compression", "bogus"])
+
+
+def test_the_core_lays_chunks_within_what_it_measures():
+    """lay_chunks writes exactly chunks_size bytes, from any position a chunk may begin at,
+    for chunks of any size and record count (the bytes after are untouched)."""
+    from tfrecnp._core import riegeli
+
+    rng = np.random.default_rng(3)
+    for _ in range(300):
+        n = int(rng.integers(1, 6))
+        sizes = rng.integers(0, 150_000, n) * (rng.random(n) < 0.7)
+        records = rng.integers(0, 200_000, n) * (rng.random(n) < 0.6)
+        offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        data = rng.integers(0, 256, int(offsets[-1]), np.uint8)
+        pos = int(rng.integers(0, 1 << 20))
+        pos += max(0, 24 - pos % 65536)  # not inside a block header
+        if pos % 65536 == 24:
+            pos += 1  # nor right after one
+        need = riegeli.chunks_size(offsets, records.astype(np.int64), pos)
+        out = np.full(need + 64, 0xAB, np.uint8)
+        begins = np.empty(n, np.int64)
+        types = np.full(n, ord("r"), np.uint8)
+        got = riegeli.lay_chunks(
+            data,
+            offsets,
+            types,
+            records.astype(np.int64),
+            sizes.astype(np.int64),
+            pos,
+            out,
+            begins,
+        )
+        assert got == need
+        assert np.all(out[need:] == 0xAB)
+        assert riegeli.lay_chunks(
+            data,
+            offsets,
+            types,
+            records.astype(np.int64),
+            sizes.astype(np.int64),
+            pos,
+            out[: need - 1],
+            begins,
+        ) == (-1 if need else 0)
