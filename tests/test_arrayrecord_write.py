@@ -470,3 +470,23 @@ def test_the_core_lays_chunks_within_what_it_measures():
             out[: need - 1],
             begins,
         ) == (-1 if need else 0)
+
+
+def test_shards_at_a_url():
+    """Written to a hidden name on the store, moved into place when complete."""
+    fsspec = pytest.importorskip("fsspec")
+    import tfrecnp as tn
+
+    out = tn.write(
+        "memory://ar-write/d.array_record",
+        {"x": np.arange(100, dtype=np.int64)},
+        records_per_shard=40,
+        progress=False,
+    )
+    assert out.paths == [f"memory://ar-write/d.array_record-0000{k}-of-00003" for k in range(3)]
+    names = sorted(p["name"] for p in fsspec.filesystem("memory").ls("/ar-write"))
+    assert names == [f"/ar-write/d.array_record-0000{k}-of-00003" for k in range(3)]
+    np.testing.assert_array_equal(
+        tn.read("memory://ar-write/d.array_record-*")["x"], np.arange(100)
+    )
+    fsspec.filesystem("memory").rm("/ar-write", recursive=True)
