@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from .._core import riegeli
+from .._core import framing, riegeli
 from .._util import fs
 from .._util.atomic import CloseOrAbort, build_name, naming_write_errors, require_folder
 from .._util.optional import require
@@ -200,8 +200,10 @@ class ArrayRecordWriter(CloseOrAbort):
         self.position = 0
         self.finished = False
         self._chunks: list[np.ndarray] = []  # (offset, decoded size, records) per chunk
-        self._pending: list[bytes] = []  # records not yet in a chunk
+        # records not yet in a chunk: segments of (their bytes, their lengths)
+        self._pending: list[tuple[np.ndarray, np.ndarray]] = []
         self._pending_bytes = 0
+        self._pending_records = 0
         self._raw = None
         self.closed = False
         with naming_write_errors(self.path):
@@ -223,10 +225,12 @@ class ArrayRecordWriter(CloseOrAbort):
     def write(self, payload: bytes | bytearray | memoryview) -> None:
         """Append one record."""
         self._check_open()
-        self._pending.append(bytes(payload))
-        self._pending_bytes += len(payload)
+        data = np.frombuffer(bytes(payload), np.uint8)
+        self._pending.append((data, np.array([len(data)], np.int64)))
+        self._pending_bytes += len(data)
+        self._pending_records += 1
         self.records += 1
-        if self._pending_bytes >= FLUSH_BYTES and len(self._pending) >= self.group_size:
+        if self._pending_bytes >= FLUSH_BYTES and self._pending_records >= self.group_size:
             self._flush(final=False)
 
     def write_batch(self, data: Any, offsets: Any) -> None:
@@ -239,12 +243,15 @@ class ArrayRecordWriter(CloseOrAbort):
             raise ValueError("write_batch offsets must be n + 1 non-decreasing record boundaries")
         if len(offsets) > 1 and (offsets[0] < 0 or offsets[-1] > len(buf)):
             raise ValueError(f"write_batch offsets run outside the {len(buf)} bytes of data")
-        a = offsets[:-1].tolist()
-        b = offsets[1:].tolist()
-        self._pending.extend(bytes(buf[i:j]) for i, j in zip(a, b, strict=True))
-        self._pending_bytes += int(offsets[-1] - offsets[0]) if len(offsets) > 1 else 0
-        self.records += len(a)
-        if self._pending_bytes >= FLUSH_BYTES and len(self._pending) >= self.group_size:
+        n = len(offsets) - 1
+        if n < 1:
+            return
+        a, b = int(offsets[0]), int(offsets[-1])
+        self._pending.append((np.array(buf[a:b], np.uint8), np.diff(offsets)))  # copied
+        self._pending_bytes += b - a
+        self._pending_records += n
+        self.records += n
+        if self._pending_bytes >= FLUSH_BYTES and self._pending_records >= self.group_size:
             self._flush(final=False)
 
     def finish(self) -> None:
@@ -273,7 +280,7 @@ class ArrayRecordWriter(CloseOrAbort):
             footer_at = self.position
             chunk = self._codec.simple_chunk(sizes, head + entries)
             self._write_chunks(
-                [chunk],
+                *_joined([chunk]),
                 np.array([SIMPLE], np.uint8),
                 np.array([len(sizes)], np.int64),
                 np.array([len(head) + len(entries)], np.int64),
@@ -332,55 +339,71 @@ class ArrayRecordWriter(CloseOrAbort):
 
     def _flush(self, final: bool) -> None:
         """Pending records into chunks of group_size (the last may be short when final)."""
-        g = self.group_size
-        whole = len(self._pending) if final else len(self._pending) // g * g
+        g, n = self.group_size, self._pending_records
+        whole = n if final else n // g * g
         if not whole:
             return
-        records, self._pending = self._pending[:whole], self._pending[whole:]
-        self._pending_bytes = sum(map(len, self._pending))
-        lengths = _sizes(records)
+        parts, self._pending = self._pending, []
+        values = parts[0][0] if len(parts) == 1 else np.concatenate([p[0] for p in parts])
+        lengths = parts[0][1] if len(parts) == 1 else np.concatenate([p[1] for p in parts])
+        del parts
+        ends = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        if whole < n:  # the rest waits for the next flush
+            self._pending = [(values[ends[whole] :].copy(), lengths[whole:].copy())]
+        self._pending_records = n - whole
+        self._pending_bytes = int(ends[-1] - ends[whole])
+        lengths = lengths[:whole]
         at = np.append(np.arange(0, whole, g), whole)  # the chunks' first records
-        ends = np.concatenate([[0], np.cumsum(lengths)])
         varints, starts = _varints_sized(lengths)
-        sizes, values = memoryview(varints), memoryview(b"".join(records))
-        del records
-        sv, vv = starts[at].tolist(), ends[at].tolist()
-        chunk_of = self._codec.chunk_of
-        datas = [
-            chunk_of(sizes[sv[k] : sv[k + 1]], values[vv[k] : vv[k + 1]])
-            for k in range(len(at) - 1)
-        ]
-        counts, decoded = np.diff(at).astype(np.int64), np.diff(ends[at]).astype(np.int64)
-        self._write_chunks(datas, np.full(len(datas), SIMPLE, np.uint8), counts, decoded, True)
+        s_len = np.diff(starts[at])  # each chunk's record sizes, as varints
+        v_len = np.diff(ends[at])  # each chunk's records' bytes
+        if self._codec.compress is None:
+            data, offsets = _uncompressed_chunks(
+                varints, starts[at], s_len, values, ends[at], v_len
+            )
+        else:
+            sizes, vals = memoryview(varints), memoryview(values)
+            sv, vv = starts[at].tolist(), ends[at].tolist()
+            chunk_of = self._codec.chunk_of
+            datas = [
+                chunk_of(sizes[sv[k] : sv[k + 1]], vals[vv[k] : vv[k + 1]])
+                for k in range(len(at) - 1)
+            ]
+            data, offsets = _joined(datas)
+        counts = np.diff(at).astype(np.int64)
+        types = np.full(len(counts), SIMPLE, np.uint8)
+        self._write_chunks(data, offsets, types, counts, v_len.astype(np.int64), True)
 
     def _lay(self, datas: list[bytes], groups: list[list[bytes]], note: bool = True) -> None:
         """Simple chunks of these datas (holding the groups' records) written at the end
         of the file; noted in the footer's index when note (data chunks)."""
         counts = np.array([len(g) for g in groups], np.int64)
         decoded = np.array([sum(map(len, g)) for g in groups], np.int64)
-        self._write_chunks(datas, np.full(len(datas), SIMPLE, np.uint8), counts, decoded, note)
+        types = np.full(len(datas), SIMPLE, np.uint8)
+        self._write_chunks(*_joined(datas), types, counts, decoded, note)
 
     def _write_chunks(
         self,
-        datas: list[bytes],
+        data: np.ndarray,
+        offsets: np.ndarray,
         types: np.ndarray,
         counts: np.ndarray,
         decoded: np.ndarray,
         note: bool,
     ) -> None:
-        offsets = np.concatenate([[0], np.cumsum([len(d) for d in datas])]).astype(np.int64)
-        data = np.frombuffer(b"".join(datas), np.uint8)
+        """Chunks data[offsets[k]:offsets[k + 1]] laid out (the core) and written."""
         size = riegeli.chunks_size(offsets, counts, self.position)
         out = np.empty(size, np.uint8)
-        begins = np.empty(len(datas), np.int64)
+        begins = np.empty(len(types), np.int64)
         used = riegeli.lay_chunks(data, offsets, types, counts, decoded, self.position, out, begins)
         if used != size:
             raise AssertionError(f"laid {used} bytes of chunks, expected {size}")
         self._raw.write(out)
         self.position += size
         if note:
-            for row in zip(begins.tolist(), decoded.tolist(), counts.tolist(), strict=True):
-                self._chunks.append(row)
+            self._chunks.extend(
+                zip(begins.tolist(), decoded.tolist(), counts.tolist(), strict=True)
+            )
 
     def _pad(self) -> None:
         """A padding chunk to the next 64 KiB boundary, as array-record pads before and
@@ -395,9 +418,47 @@ class ArrayRecordWriter(CloseOrAbort):
         inside = (end - min(end % BLOCK, 24)) - (pos - min(pos % BLOCK, 24))
         length = inside - (end // BLOCK - pos // BLOCK) * 24 - CHUNK_HEADER
         zero = np.zeros(1, np.int64)
-        self._write_chunks([bytes(length)], np.array([PADDING], np.uint8), zero, zero.copy(), False)
+        data, offsets = np.zeros(length, np.uint8), np.array([0, length], np.int64)
+        self._write_chunks(data, offsets, np.array([PADDING], np.uint8), zero, zero.copy(), False)
         if self.position != end:
             raise AssertionError(f"padded to {self.position}, expected {end}")
+
+
+def _joined(datas: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    """Parts back to back, and where each begins (n + 1)."""
+    offsets = np.zeros(len(datas) + 1, np.int64)
+    np.cumsum([len(d) for d in datas], out=offsets[1:])
+    return np.frombuffer(b"".join(datas), np.uint8), offsets
+
+
+def _uncompressed_chunks(
+    varints: bytes,
+    s_at: np.ndarray,
+    s_len: np.ndarray,
+    values: np.ndarray,
+    v_at: np.ndarray,
+    v_len: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Uncompressed simple chunks' data, all at once: chunk k is the compression byte 0,
+    the varint s_len[k], varints[s_at[k]:][:s_len[k]], values[v_at[k]:][:v_len[k]]. The
+    compression byte and the length are varints too, made together; then the three parts
+    of every chunk are gathered in one core call."""
+    n = len(s_len)
+    pairs = np.zeros(2 * n, np.uint64)
+    pairs[1::2] = s_len
+    heads, h_at = _varints_sized(pairs)
+    h_at = h_at[0::2]
+    src = np.concatenate([np.frombuffer(heads, np.uint8), np.frombuffer(varints, np.uint8), values])
+    starts = np.empty((n, 3), np.int64)
+    lengths = np.empty((n, 3), np.int64)
+    starts[:, 0], lengths[:, 0] = h_at[:-1], np.diff(h_at)
+    starts[:, 1], lengths[:, 1] = len(heads) + s_at[:-1], s_len
+    starts[:, 2], lengths[:, 2] = len(heads) + len(varints) + v_at[:-1], v_len
+    out = np.empty(int(lengths.sum()), np.uint8)
+    framing.gather_ranges(src, starts.reshape(-1), lengths.reshape(-1), out)
+    offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths.sum(axis=1), out=offsets[1:])
+    return out, offsets
 
 
 def _sizes(records: list[bytes]) -> np.ndarray:
