@@ -131,6 +131,23 @@ def test_a_chunk_of_more_records_than_bytes_is_padded(tmp_path, compression):
     f.close()
 
 
+def test_the_bytes_do_not_depend_on_how_records_arrive(tmp_path):
+    """One at a time (several flushes) or in one batch: the bytes array-record writes."""
+    from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
+
+    recs = [str(i).encode() * (i % 3) for i in range(150_000)]
+    ref = write_ar(tmp_path / "ref.array_record", recs, "group_size:7,uncompressed")
+    one = tmp_path / "one.array_record"
+    with ArrayRecordWriter(one, group_size=7, compression="uncompressed") as w:
+        for r in recs:
+            w.write(r)
+    batch = tmp_path / "batch.array_record"
+    with ArrayRecordWriter(batch, group_size=7, compression="uncompressed") as w:
+        w.write_batch(*packed(recs[:100_001]))
+        w.write_batch(*packed(recs[100_001:]))
+    assert one.read_bytes() == batch.read_bytes() == Path(ref).read_bytes()
+
+
 def test_no_records(tmp_path):
     from tfrecnp.format.arrayrecord_write import ArrayRecordWriter
 

@@ -44,6 +44,7 @@ SIMPLE, PADDING = ord("r"), ord("p")
 DEFAULT_COMPRESSION = "zstd:3"
 ZSTD_WINDOW_LOG = 20  # array-record's default for zstd
 FLUSH_BYTES = 4 << 20  # record bytes gathered before their chunks are written
+FLUSH_RECORDS = 1 << 16  # or records (small ones, written one at a time, cost more)
 _CODES = {"uncompressed": 0, "zstd": ord("z"), "brotli": ord("b"), "snappy": ord("s")}
 _LEVELS = {"zstd": 3, "brotli": 6}
 
@@ -199,7 +200,7 @@ class ArrayRecordWriter(CloseOrAbort):
         self.records = 0
         self.position = 0
         self.finished = False
-        self._chunks: list[np.ndarray] = []  # (offset, decoded size, records) per chunk
+        self._chunks: list[tuple[int, int, int]] = []  # (offset, decoded size, records)
         # records not yet in a chunk: segments of (their bytes, their lengths)
         self._pending: list[tuple[np.ndarray, np.ndarray]] = []
         self._pending_bytes = 0
@@ -230,8 +231,7 @@ class ArrayRecordWriter(CloseOrAbort):
         self._pending_bytes += len(data)
         self._pending_records += 1
         self.records += 1
-        if self._pending_bytes >= FLUSH_BYTES and self._pending_records >= self.group_size:
-            self._flush(final=False)
+        self._maybe_flush()
 
     def write_batch(self, data: Any, offsets: Any) -> None:
         """Append records data[offsets[i]:offsets[i + 1]] (a uint8 buffer, n + 1 offsets)."""
@@ -251,8 +251,7 @@ class ArrayRecordWriter(CloseOrAbort):
         self._pending_bytes += b - a
         self._pending_records += n
         self.records += n
-        if self._pending_bytes >= FLUSH_BYTES and self._pending_records >= self.group_size:
-            self._flush(final=False)
+        self._maybe_flush()
 
     def finish(self) -> None:
         """Write the last chunk, the footer and the postscript and close the file, still
@@ -336,6 +335,12 @@ class ArrayRecordWriter(CloseOrAbort):
     def _check_open(self) -> None:
         if self.closed or self.finished:
             raise ValueError(f"writer for {self.path} is closed")
+
+    def _maybe_flush(self) -> None:
+        """Chunks written once enough records wait (a few MiB, or FLUSH_RECORDS of them)."""
+        n = self._pending_records
+        if n >= self.group_size and (self._pending_bytes >= FLUSH_BYTES or n >= FLUSH_RECORDS):
+            self._flush(final=False)
 
     def _flush(self, final: bool) -> None:
         """Pending records into chunks of group_size (the last may be short when final)."""
