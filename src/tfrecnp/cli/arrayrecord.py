@@ -14,6 +14,7 @@ from .._util import fs
 from .._util.text import format_count, format_size
 from ..errors import CorruptRecordError, TFRecordError
 from ..format.arrayrecord import ArrayRecordFile, is_array_record_source, list_array_record
+from .show import count_lines
 
 __all__ = ["array_record_paths", "count", "head", "inspect", "verify"]
 
@@ -40,14 +41,7 @@ def _codec(options: str) -> str:
 
 def count(paths: list[str], args: argparse.Namespace) -> int:
     rows = [{"path": p, "records": ArrayRecordFile(p).footer.records} for p in paths]
-    total = sum(r["records"] for r in rows)
-    if args.json:
-        print(json.dumps({"files": rows, "records": total}))
-    else:
-        for r in rows:
-            print(f"{format_count(r['records']):>14}  {r['path']}")
-        if len(rows) > 1:
-            print(f"{format_count(total):>14}  total")
+    print("\n".join(count_lines(rows, args.json)))
     return 0
 
 

@@ -28,7 +28,15 @@ from ..format.reader import file_compression, scan_file
 from ..format.verify import verify
 from . import arrayrecord
 from .arrayrecord import array_record_paths
-from .show import describe_column, disk_size, jsonable, record_lines, summarize, table_lines
+from .show import (
+    count_lines,
+    describe_column,
+    disk_size,
+    jsonable,
+    record_lines,
+    summarize,
+    table_lines,
+)
 
 
 def _add_common(p: argparse.ArgumentParser, *, paths: bool = True) -> None:
@@ -74,14 +82,7 @@ def cmd_count(args: argparse.Namespace) -> int:
         {"path": p, "records": len(scan_file(p, compression=_compression(args)))}
         for p in expand_paths(args.paths)
     ]
-    total = sum(r["records"] for r in rows)
-    if args.json:
-        print(json.dumps({"files": rows, "records": total}))
-    else:
-        for r in rows:
-            print(f"{format_count(r['records']):>14}  {r['path']}")
-        if len(rows) > 1:
-            print(f"{format_count(total):>14}  total")
+    print("\n".join(count_lines(rows, args.json)))
     return 0
 
 

@@ -5,6 +5,7 @@ library gave them."""
 from __future__ import annotations
 
 import base64
+import json
 import os
 from collections.abc import Sequence
 
@@ -12,7 +13,15 @@ import numpy as np
 
 from .._util.text import format_count
 
-__all__ = ["describe_column", "disk_size", "jsonable", "record_lines", "summarize", "table_lines"]
+__all__ = [
+    "count_lines",
+    "describe_column",
+    "disk_size",
+    "jsonable",
+    "record_lines",
+    "summarize",
+    "table_lines",
+]
 
 
 def summarize(value: object, width: int = 60) -> str:
@@ -102,3 +111,13 @@ def disk_size(path: str) -> int:
         for folder, _, names in os.walk(path)
         for name in names
     )
+
+
+def count_lines(rows: list[dict], as_json: bool) -> list[str]:
+    """`tfrecnp count`'s output for rows of {"path", "records"} (any container): a line a
+    file and the total, or one JSON object."""
+    total = sum(r["records"] for r in rows)
+    if as_json:
+        return [json.dumps({"files": rows, "records": total})]
+    lines = [f"{format_count(r['records']):>14}  {r['path']}" for r in rows]
+    return [*lines, f"{format_count(total):>14}  total"] if len(rows) > 1 else lines
