@@ -7,15 +7,20 @@ Two kinds of record, each written once as shards of about 32 MiB under --data:
 numeric (label int64, x 16 float32) and tokens (label int64, tokens: VarLen int64 of 2..255
 values below 50 000).
 
-The recipe users copy: a loop over tf.data.TFRecordDataset, tf.io.parse_single_example per
-record, a dict of NumPy values per row appended to a list, pandas.DataFrame(rows), then
-to_parquet: the whole dataset in memory, Python objects per row. It and Ray run on a prefix
+The recipes users copy: the careful one (issue 35), TFRecordDataset.batch(1024).map(
+parse_example, AUTOTUNE), a DataFrame per batch appended to a pyarrow ParquetWriter; and the
+common one, a loop over tf.data.TFRecordDataset, tf.io.parse_single_example per record, a
+dict of NumPy values per row appended to a list, pandas.DataFrame(rows), then to_parquet:
+the whole dataset in memory, Python objects per row. They and Ray run on a prefix
 of the shards (--peer-mib) when the input is larger: at their rates the whole input would
 take hours; the output says so and compares rates (MiB/s of TFRecord input). tfrecnp runs
 on the prefix too (same input) and on everything. Ray's peak RSS is the largest sum over
 its process tree (driver, raylet, workers), sampled every 0.2 s; the others' is ru_maxrss.
 
-Targets (the issue): >= 10x both peers, tfrecnp's peak RSS <= 300 MiB whatever the size,
+Rows per second and the cores used (CPU seconds over wall seconds, this process's threads)
+are printed beside MiB/s.
+
+Targets (issue 35): >= 10x the batched recipe, tfrecnp's peak RSS <= 300 MiB whatever the size,
 on >= 2 GiB; the Arrow door <= 20% over NumPy batches.
 
     python benchmarks/bench_arrow.py --mib 2048 --data /tmp/bench-arrow --clean
@@ -44,6 +49,7 @@ import contextlib
 from common import DATA_DIR
 
 SHARD_BYTES = 32 << 20
+PEERS = ("tf.data batched+pandas", "tf.data+pandas", "ray")
 KINDS = {
     # kind: (about the bytes of one Example, spec as JSON)
     "numeric": (
@@ -159,6 +165,8 @@ def _case(name: str, kind: str, out: str, paths: list[str]) -> None:
                 row["tokens"] = ex["tokens"].values.numpy()
             rows.append(row)
         pd.DataFrame(rows).to_parquet(out)
+    elif name == "tf.data batched+pandas":
+        _batched_recipe(kind, out, paths)
     elif name == "ray":
         import ray
 
@@ -169,9 +177,52 @@ def _case(name: str, kind: str, out: str, paths: list[str]) -> None:
         raise ValueError(name)
     seconds = time.perf_counter() - t0
     sampling = False
-    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss << 10
-    rss = max(own, peak[0]) >> 20
-    print(json.dumps({"seconds": seconds, "rss_mib": rss}))
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    rss = max(usage.ru_maxrss << 10, peak[0]) >> 20
+    import pyarrow.dataset as pds
+
+    rows = pds.dataset(out, format="parquet").count_rows()
+    cpu = usage.ru_utime + usage.ru_stime  # this process's threads (not Ray's workers)
+    print(json.dumps({"seconds": seconds, "rss_mib": rss, "rows": rows, "cpu": cpu}))
+
+
+def _batched_recipe(kind: str, out: str, paths: list[str]) -> None:
+    """The careful user's recipe (issue 35): TFRecordDataset.batch(1024).map(parse_example,
+    AUTOTUNE), a DataFrame per batch, each appended to one pyarrow ParquetWriter (its
+    defaults). Memory stays at a batch; the time goes to TensorFlow's parse, pandas and one
+    core of Parquet encoding."""
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    import numpy as np
+    import pandas as pd
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import tensorflow as tf
+
+    features = {"label": tf.io.FixedLenFeature([], tf.int64)}
+    if kind == "numeric":
+        features["x"] = tf.io.FixedLenFeature([16], tf.float32)
+    else:
+        features["tokens"] = tf.io.RaggedFeature(tf.int64)
+    parsed = (
+        tf.data.TFRecordDataset(paths)
+        .batch(1024)
+        .map(lambda raw: tf.io.parse_example(raw, features), num_parallel_calls=tf.data.AUTOTUNE)
+        .prefetch(tf.data.AUTOTUNE)
+    )
+    writer = None
+    for batch in parsed:
+        frame = {"label": batch["label"].numpy()}
+        if kind == "numeric":
+            frame["x"] = list(batch["x"].numpy())
+        else:
+            tokens = batch["tokens"]
+            frame["tokens"] = np.split(tokens.flat_values.numpy(), tokens.row_splits.numpy()[1:-1])
+        table = pa.Table.from_pandas(pd.DataFrame(frame), preserve_index=False)
+        if writer is None:
+            writer = pq.ParquetWriter(out, table.schema)
+        writer.write_table(table)
+    if writer is not None:
+        writer.close()
 
 
 def _run(name: str, kind: str, paths: list[Path], timeout: float) -> dict:
@@ -231,19 +282,21 @@ def _conversions(folder: Path, kind: str, args: argparse.Namespace) -> None:
     if len(prefix) < len(full):
         runs.append(("tfrecnp", prefix))
     if not args.skip_peers:
-        runs += [("tf.data+pandas", prefix), ("ray", prefix)]
+        runs += [(name, prefix) for name in args.peers.split(",")]
     results = [(name, _run(name, kind, paths, args.timeout)) for name, paths in runs]
     base = next((r["mib"] / r["seconds"] for n, r in results if "seconds" in r), None)
     for name, got in results:
         if "error" in got:
-            print(f"  {name:<16} failed: {got['error']}")
+            print(f"  {name:<22} failed: {got['error']}")
             continue
         rate = got["mib"] / got["seconds"]
         ratio = f"tfrecnp {base / rate:6.1f}x faster" if name != "tfrecnp" and base else ""
         if got["mib"] < size - 1 and name != "tfrecnp":
             ratio += f"; all {size:.0f} MiB would take ~{size / rate / 60:.0f} min"
         print(
-            f"  {name:<16} on {got['mib']:6.0f} MiB {got['seconds']:8.2f} s {rate:7.2f} MiB/s  "
+            f"  {name:<22} on {got['mib']:6.0f} MiB {got['seconds']:8.2f} s {rate:7.2f} MiB/s  "
+            f"{got['rows'] / got['seconds'] / 1e3:7.0f} k rows/s  "
+            f"CPU {got['cpu'] / got['seconds']:4.2f} cores  "
             f"peak RSS {got['rss_mib']:5d} MiB  {ratio}"
         )
 
@@ -258,6 +311,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=7, help="rounds of the Arrow-door timing")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds a case may take")
     parser.add_argument("--skip-peers", action="store_true", help="only tfrecnp's cases")
+    parser.add_argument(
+        "--peers", default=",".join(PEERS), help=f"peers to run, of {', '.join(PEERS)}"
+    )
     parser.add_argument("--doors-only", action="store_true", help="only the Arrow door's cost")
     parser.add_argument("--case", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

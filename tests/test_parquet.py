@@ -474,3 +474,152 @@ def test_parquet_to_s3(shards, s3):
             progress=False,
         )
     assert listed(s3.fs, s3.url("bad")) == []
+
+
+# --- row groups encoded side by side (issue 35, item 7) ------------------------------------
+
+
+def test_row_groups_encoded_side_by_side_make_the_file_one_writer_makes(shards, tmp_path):
+    """Several encoders at once write, byte for byte, the file one pyarrow ParquetWriter
+    writes in this thread (threads=1): the same row groups, in order, one footer."""
+    options = dict(spec=SPEC, text=["name"], row_group_bytes=4 << 10, progress=False)
+    one = tn.convert(str(shards), str(tmp_path / "one.parquet"), threads=1, **options)
+    for threads in (2, 3):
+        out = tn.convert(
+            str(shards), str(tmp_path / f"{threads}.parquet"), threads=threads, **options
+        )
+        assert pq.read_table(out).equals(pq.read_table(one))
+        with open(out, "rb") as a, open(one, "rb") as b:
+            assert a.read() == b.read()
+    f = pq.ParquetFile(out)
+    groups = f.metadata.num_row_groups
+    assert groups > 3
+    # in order: each group starts at the row after the last one's (x[2] is the row number)
+    starts = [f.read_row_group(k, columns=["x"]).column("x")[0].as_py()[2] for k in range(groups)]
+    rows = [f.metadata.row_group(k).num_rows for k in range(groups)]
+    assert starts == [float(r) for r in np.cumsum([0, *rows[:-1]])]
+
+
+def test_row_groups_side_by_side_read_by_duckdb_polars_and_pandas(shards, tmp_path):
+    out = tn.convert(
+        str(shards),
+        str(tmp_path / "out.parquet"),
+        spec=SPEC,
+        text=["name"],
+        row_group_bytes=4 << 10,
+        threads=2,
+        progress=False,
+    )
+    assert pq.ParquetFile(out).metadata.num_row_groups > 3
+    want = expected()
+    duckdb = pytest.importorskip("duckdb")
+    got = duckdb.sql(f"select label, tokens, name, length(name) from '{out}'").fetchall()
+    assert [r[0] for r in got] == want["label"]
+    assert [r[1] for r in got] == want["tokens"]
+    assert [r[2] for r in got] == [n.decode() for n in want["name"]]
+    pl = pytest.importorskip("polars")
+    frame = pl.read_parquet(out)
+    assert frame["label"].to_list() == want["label"]
+    assert frame["x"].to_list() == [[float(v) for v in x] for x in want["x"]]
+    assert frame["blob"].to_list() == want["blob"]
+    pd = pytest.importorskip("pandas")
+    assert pd.read_parquet(out)["label"].tolist() == want["label"]
+
+
+def test_part_files_encoded_side_by_side_are_those_of_one_writer(shards, tmp_path):
+    options = dict(spec=SPEC, file_bytes=20 << 10, row_group_bytes=5 << 10, progress=False)
+    one = tn.convert(str(shards), str(tmp_path / "one") + "/", threads=1, **options)
+    two = tn.convert(str(shards), str(tmp_path / "two") + "/", threads=2, **options)
+    names = sorted(os.listdir(two))
+    assert len(names) > 2 and names == sorted(os.listdir(one))
+    for name in names:
+        with open(os.path.join(one, name), "rb") as a, open(os.path.join(two, name), "rb") as b:
+            assert a.read() == b.read()
+    assert tn.open(two).to_arrow().column("label").to_pylist() == expected()["label"]
+
+
+def has_dictionary(path, column: str) -> list[bool]:
+    """Whether each row group of a Parquet file stores this leaf column with a dictionary."""
+    meta = pq.ParquetFile(path).metadata
+    i = next(k for k in range(meta.num_columns) if meta.schema.column(k).path == column)
+    out = []
+    for g in range(meta.num_row_groups):
+        chunk = meta.row_group(g).column(i)
+        dictionary = {"PLAIN_DICTIONARY", "RLE_DICTIONARY"} & set(chunk.encodings)
+        assert bool(dictionary) == chunk.has_dictionary_page
+        out.append(chunk.has_dictionary_page)
+    return out
+
+
+def test_dictionaries_where_values_repeat_plain_values_elsewhere(tmp_path):
+    """Labels, tags and token ids from a small vocabulary get a dictionary; row ids, float
+    vectors and captions (values that do not repeat) are stored plain."""
+    n = 20_000
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 30, n)
+    columns = {
+        "label": np.arange(n) % 10,
+        "id": np.arange(n),
+        "vec": rng.standard_normal((n, 8)).astype(np.float32),
+        "tag": tn.BytesColumn.from_list([[b"cat", b"dog", b"emu"][i % 3] for i in range(n)]),
+        "caption": tn.BytesColumn.from_list([f"caption {i}".encode() for i in range(n)]),
+        "tokens": tn.Ragged.from_lengths(rng.integers(0, 500, int(lengths.sum())), lengths),
+    }
+    out = tn.convert(
+        columns, str(tmp_path / "out.parquet"), row_group_bytes=256 << 10, progress=False
+    )
+    assert pq.ParquetFile(out).metadata.num_row_groups > 3
+    for column in ("label", "tag", "tokens.list.element"):
+        assert all(has_dictionary(out, column)), column
+    for column in ("id", "vec.list.element", "caption"):
+        assert not any(has_dictionary(out, column)), column
+    back = pq.read_table(out)
+    assert back.column("label").to_pylist() == columns["label"].tolist()
+    assert back.column("tag").to_pylist() == columns["tag"].to_list()
+
+
+def test_threads_must_be_positive(shards, tmp_path):
+    with pytest.raises(ValueError, match=r"^threads must be 1 or more, not 0"):
+        tn.convert(str(shards), str(tmp_path / "out.parquet"), spec=SPEC, threads=0)
+    assert os.listdir(tmp_path) == []
+
+
+def test_the_footer_codec_writes_back_what_it_reads(tmp_path):
+    """The Thrift compact protocol of Parquet footers, read and written back unchanged:
+    a footer pyarrow wrote (statistics, nested and string columns, key-value metadata),
+    and a struct of every kind, with field ids far apart and long lists."""
+    from tfrecnp.data import parquet_write as pw
+
+    table = pa.table(
+        {
+            "a": pa.array([1, None, 3], pa.int64()),
+            "s": pa.array(["x", "yy", None]),
+            "l": pa.array([[1.5], [], None], pa.large_list(pa.float32())),
+            "d": pa.array(["p", "q", "p"]).dictionary_encode(),
+        }
+    )
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=2, write_page_index=True)
+    data = path.read_bytes()
+    size = int.from_bytes(data[-8:-4], "little")
+    footer = data[-8 - size : -8]
+    fields, end = pw._read_struct(footer, 0)
+    assert end == size and pw._write_struct(fields) == footer
+    made = [
+        [1, pw._TRUE, None],
+        [2, pw._FALSE, None],
+        [3, pw._BYTE, 7],
+        [20, pw._I16, -3],
+        [21, pw._I32, 1 << 20],
+        [400, pw._I64, -(1 << 40)],
+        [401, pw._DOUBLE, b"\x00\x00\x00\x00\x00\x00\xf8\x3f"],
+        [402, pw._BINARY, b"x" * 200],
+        [403, pw._LIST, (pw._I32, list(range(-10, 20)))],
+        [404, pw._SET, (pw._BINARY, [b"a", b""])],
+        [405, pw._MAP, (pw._BINARY, pw._I64, [(b"k", 1), (b"j", -1)])],
+        [406, pw._MAP, (0, 0, [])],
+        [407, pw._STRUCT, [[1, pw._I64, 5], [17, pw._STRUCT, []]]],
+        [408, pw._LIST, (pw._TRUE, [1, 2, 1])],
+    ]
+    raw = pw._write_struct(made)
+    assert pw._read_struct(raw, 0) == (made, len(raw))

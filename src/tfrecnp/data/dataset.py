@@ -449,10 +449,15 @@ class Dataset:
             Bytes features given as UTF-8 strings (True: every bytes feature); a value that
             is not UTF-8 raises tn.SchemaError naming the feature.
         """
+        return self._arrow_stream(self._block_records(), batch_size, text)
+
+    def _arrow_stream(self, block: int, batch_size: int | None, text: Iterable[str] | bool) -> Any:
+        """`arrow_reader` over decoded blocks of `block` records (save_parquet asks for
+        smaller ones than a pass's: its encoders hold the rows, the blocks ahead need not)."""
         from ..adapters.arrow import arrow_reader
 
         # Whole blocks made Arrow, then cut to batch_size rows: Python work per block.
-        blocks = self._blocks(self._block_records())
+        blocks = self._blocks(block)
         batches: Iterable[Batch] = (self._as_batch(b.cols) for b in blocks)
         if text is not True:  # tn.Text features are strings, even in a stream of no rows
             spec = self.spec.context if isinstance(self.spec, Sequence) else self.spec

@@ -12,9 +12,12 @@ lists are Ragged, strings bytes; a column TFRecord cannot hold is refused when o
 naming it. IPC files are memory-mapped: their numbers are views of the map.
 
 Writing (`save_parquet`): row groups of about ROW_GROUP_BYTES of decoded data, each made of
-the decoded blocks that hold it (not joined first), appended to one file, or to part files
-of about ``file_bytes`` each in a folder; local or at a URL (uploaded as written); under
-hidden names, renamed when complete. Memory: a row group, its encoding, the blocks behind.
+the decoded blocks that hold it (not joined first), encoded ENCODERS at a time (one per
+core) while the next is gathered, and appended in order to one file, or to part files of
+about ``file_bytes`` each in a folder (`tfrecnp.data.parquet_write`: the same bytes one
+pyarrow ParquetWriter writes); each column dictionary-encoded when its values repeat;
+local or at a URL (uploaded as written); under hidden names, renamed when complete.
+Memory: per encoder a row group and its encoding, and the blocks decoded behind them.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import shutil
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -33,6 +37,7 @@ from .._util import fs
 from .._util.atomic import deferred_interrupt, hidden_sibling, naming_write_errors
 from .._util.progress import Progress
 from .._util.text import format_count
+from .._util.threads import CPUS, close_iterator, ordered_map
 from ..errors import SchemaError
 from ..example.arrow import from_arrow, pyarrow, spec_of_arrow
 from ..example.columns import concat_columns, take_column
@@ -42,6 +47,7 @@ from ..example.text import Text
 from ..format.payloads import Origins
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, _nbytes
+from .parquet_write import Stitched, column_options, encode
 from .source import Shuffle, Source
 
 __all__ = ["ArrowFileSource", "is_arrow_source", "open_arrow_files", "save_parquet"]
@@ -53,9 +59,16 @@ IPC_MAGIC = b"ARROW1"
 # Decoded bytes per row group written: big enough for scans (hundreds of thousands of small
 # rows), small enough that the group, its encoding and the blocks read behind it stay in
 # a few hundred MiB ...
-ROW_GROUP_BYTES = 32 << 20
+ROW_GROUP_BYTES = 24 << 20
 ROW_GROUP_ROWS = (64, 1 << 20)  # ... within these many rows (64 images of 1 MiB: a group)
 SAMPLE_ROWS = 1024  # rows decoded to estimate sizes
+# Row groups encoded at once by default (threads=None: the cores, up to this many); each
+# holds a row group and its encoder's working memory (about as much again, and 30 MiB).
+ENCODERS = 2
+# Writing Parquet decodes blocks of this share of a pass's records: the encoders hold
+# their rows anyway, and the blocks read ahead of them, a quarter the bytes, make room
+# for the second encoder within the same peak RSS.
+DECODE_SHARE = 4
 
 
 def _kind(path: Any) -> str | None:
@@ -462,6 +475,7 @@ def save_parquet(
     row_group_bytes: int = ROW_GROUP_BYTES,
     file_bytes: int | None = None,
     compression: str = "zstd",
+    threads: int | None = None,
     progress: bool = True,
     overwrite: bool = False,
     storage_options: dict | None = None,
@@ -469,10 +483,18 @@ def save_parquet(
     """Write a Dataset as Parquet: one file, or (file_bytes given, or `out` ending in "/")
     a folder of part files ``part-00000.parquet`` ... of about file_bytes each. Row groups
     hold about row_group_bytes of decoded data (file_bytes too counts decoded bytes: a part
-    file is that or less on disk). Streams; the output appears when complete. text: bytes
-    features written as Parquet strings (UTF-8). `out` may be a URL of any fsspec
-    filesystem (storage_options for it): each file is uploaded as it is written, in parts,
-    under a hidden name, and moved into place when all are complete. Returns its path."""
+    file is that or less on disk), in the records' order; `threads` of them are encoded at
+    once (default: the cores, at most ENCODERS) while the next is decoded, and appended to
+    the file in order (`tfrecnp.data.parquet_write`); threads=1 writes them with one
+    pyarrow ParquetWriter in this thread, the same file. Each column is dictionary-encoded
+    when its values repeat in the first row group (labels, classes, token ids), else plain
+    (float vectors, ids). Streams; the output appears when complete. text: bytes features
+    written as Parquet strings (UTF-8). `out` may be a URL of any fsspec filesystem
+    (storage_options for it): each file is uploaded as it is written, in parts, under a
+    hidden name, and moved into place when all are complete. Returns its path."""
+    workers = min(CPUS, ENCODERS) if threads is None else int(threads)
+    if workers < 1:
+        raise ValueError(f"threads must be 1 or more, not {threads}")
     target = fs.resolve(out, storage_options)
     remote = fs.is_url(target)
     folder = file_bytes is not None or str(target).endswith(("/", os.sep))
@@ -482,13 +504,15 @@ def save_parquet(
         raise FileExistsError(f"{target} exists; pass overwrite=True to replace it")
     total, _ = ds.source.progress_totals(ds._start, ds._stop)
     bar = Progress(f"writing {target}", total=total, enabled=progress)
-    reader = ds.arrow_reader(text=text)  # decoded blocks as they come, zero-copy
+    # decoded blocks as they come, zero-copy, in blocks of a DECODE_SHARE of a pass's
+    reader = ds._arrow_stream(max(1, ds._block_records() // DECODE_SHARE), None, text)
     build = hidden_sibling(target)
     made: list[Any] = []
     part: _Part | None = None
+    groups: Any = None
     written = 0
 
-    def next_part() -> _Part:
+    def next_part(options: dict[str, Any], stitched: bool) -> _Part:
         if not folder:
             path = build
         else:
@@ -496,30 +520,42 @@ def save_parquet(
                 os.makedirs(build)
             path = fs.join(build, f"part-{len(made):05d}.parquet")
         made.append(path)
-        return _Part(path, reader.schema, compression)
+        return _Part(path, reader.schema, options, stitched)
 
     with naming_write_errors(target):
         try:
-            for group in _row_groups(reader, row_group_bytes):
-                if part is None:
-                    part = next_part()
-                    written = 0
-                part.writer.write_table(group, row_group_size=group.num_rows)
-                written += group.nbytes
-                bar.update(group.num_rows, group.nbytes)
-                del group  # not held while the next one gathers
-                if folder and file_bytes is not None and written >= file_bytes:
-                    part.close()
-                    part = None
-            if part is None and not made:  # no records: a file of the schema
-                part = next_part()
-                part.writer.write_table(reader.schema.empty_table())
+            groups = _row_groups(reader, row_group_bytes)
+            first = next(groups, None)
+            if first is None:  # no records: a file of the schema
+                part = next_part({"compression": compression}, stitched=False)
+                part.write(pyarrow().Table.from_batches([], reader.schema))
+            else:
+                options = {"compression": compression, **column_options(first)}
+                groups = _first_then([first], groups)
+                del first
+                stitched = workers > 1
+                if stitched:
+                    groups = ordered_map(
+                        groups, partial(encode, schema=reader.schema, options=options), workers
+                    )
+                for group in groups:
+                    if part is None:
+                        part = next_part(options, stitched)
+                        written = 0
+                    part.write(group)
+                    written += group.nbytes
+                    bar.update(group.num_rows, group.nbytes)
+                    del group  # not held while the next one is made
+                    if folder and file_bytes is not None and written >= file_bytes:
+                        part.close()
+                        part = None
             if part is not None:
                 part.close()
                 part = None
             with deferred_interrupt():
                 _publish(build, target, made if folder else None, overwrite)
         except BaseException:
+            close_iterator(groups)  # the encoders stop before their files go
             if part is not None:
                 part.abort()
             _remove(build)
@@ -527,6 +563,12 @@ def save_parquet(
         finally:
             bar.close()
     return str(target)
+
+
+def _first_then(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
+    """The item in `first` (not held once given), then the rest."""
+    yield first.pop()
+    yield from rest
 
 
 def _row_groups(reader: Any, nbytes: int) -> Iterator[Any]:
@@ -555,23 +597,40 @@ def _row_groups(reader: Any, nbytes: int) -> Iterator[Any]:
 
 
 class _Part:
-    """One Parquet file being written: a local path, or an upload to a URL in parts."""
+    """One Parquet file being written, local or uploaded to a URL in parts: by one pyarrow
+    ParquetWriter (tables), or stitched from row groups encoded elsewhere (`Encoded`)."""
 
-    def __init__(self, path: Any, schema: Any, compression: str):
+    def __init__(self, path: Any, schema: Any, options: dict[str, Any], stitched: bool):
         import pyarrow.parquet as pq
 
-        self.file = fs.open_write(path) if fs.is_url(path) else None
-        sink = self.file if self.file is not None else os.fspath(path)
-        self.writer = pq.ParquetWriter(sink, schema, compression=compression)
+        self.file = fs.open_write(path) if stitched or fs.is_url(path) else None
+        self.writer: Any = None
+        self.stitched: Stitched | None = None
+        if stitched:
+            self.stitched = Stitched(self.file)
+        else:
+            sink = self.file if self.file is not None else os.fspath(path)
+            self.writer = pq.ParquetWriter(sink, schema, **options)
+
+    def write(self, group: Any) -> None:
+        """A row group: an Arrow table, or one encoded already."""
+        if self.stitched is not None:
+            self.stitched.add(group)
+        else:
+            self.writer.write_table(group, row_group_size=max(group.num_rows, 1))
 
     def close(self) -> None:
-        self.writer.close()
+        if self.stitched is not None:
+            self.stitched.close()
+        else:
+            self.writer.close()
         if self.file is not None:
             self.file.close()  # the upload completes
 
     def abort(self) -> None:
         try:
-            self.writer.close()
+            if self.writer is not None:
+                self.writer.close()
         finally:
             if self.file is not None:
                 fs.discard(self.file)  # an S3 multipart upload is aborted, never seen
