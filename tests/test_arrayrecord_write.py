@@ -507,3 +507,21 @@ def test_shards_at_a_url():
         tn.read("memory://ar-write/d.array_record-*")["x"], np.arange(100)
     )
     fsspec.filesystem("memory").rm("/ar-write", recursive=True)
+
+
+def test_a_tfds_split_to_array_record_says_how_instead_of_a_type_error(tmp_path):
+    tfds = pytest.importorskip("tensorflow_datasets")
+    tfds.testing.DummyMnist(data_dir=str(tmp_path / "tfds")).download_and_prepare(
+        file_format="tfrecord"
+    )
+    import tfrecnp as tn
+
+    folder = tmp_path / "tfds" / "dummy_mnist"
+    out = tmp_path / "train.array_record"
+    with pytest.raises(ValueError, match=r"split='train' picks records of a TFDS folder"):
+        tn.convert(folder, out, split="train", progress=False)
+    assert not out.exists()
+    cols = tn.open(folder, split="train").to_numpy()  # the route the message names
+    tn.write(out, cols, progress=False)
+    back = tn.open(out).to_numpy()
+    assert np.array_equal(back["label"], cols["label"]) and len(back["label"]) == 20

@@ -123,6 +123,13 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
     if is_array_source(src, options.get("storage_options")):
         return convert_arrays(src, dst, **options)
     if is_records_conversion(src, dst, options):  # TFRecord <-> ArrayRecord, record for record
+        if options.get("split") is not None:  # a TFDS split is records of some files
+            raise ValueError(
+                f"split={options['split']!r} picks records of a TFDS folder, but a copy to "
+                f"{dst} copies whole files' records: name the split's shards (e.g. "
+                "'<folder>/<version>/<name>-train.tfrecord-*'), or, to decode and write "
+                "them, tn.write(dst, tn.open(src, split=...).to_numpy())"
+            )
         return copy_records(src, dst, **options)
     open_options = {
         k: options.pop(k)
