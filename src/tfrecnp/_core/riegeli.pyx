@@ -353,6 +353,15 @@ cdef inline void put64(uint8_t *p, uint64_t v) noexcept nogil:
     memcpy(p, &v, 8)  # little-endian hosts (x86-64, arm64)
 
 
+cdef inline void put_block_header(uint8_t *h, int64_t pos, int64_t begin,
+                                  int64_t end) noexcept nogil:
+    """The 24-byte block header at file position pos (a multiple of 64 KiB) inside the chunk
+    from begin to end: its hash, then the distances back to begin and on to end."""
+    put64(h + 8, <uint64_t>(pos - begin))
+    put64(h + 16, <uint64_t>(end - pos))
+    put64(h, tfrecnp_riegeli_hash(h + 8, 16))
+
+
 cdef inline int64_t remaining_in_block(int64_t pos) noexcept nogil:
     return (BLOCK - pos % BLOCK) % BLOCK
 
@@ -375,14 +384,10 @@ cdef int64_t put_section(const uint8_t *src, int64_t n, int64_t *pos, int64_t be
     """n bytes of a chunk (src, or zeros when src is NULL) at file position pos[0], a block
     header written first at every block boundary; returns the bytes of dst used."""
     cdef int64_t o = 0, run, within
-    cdef uint8_t *h
     while n > 0:
         within = pos[0] % BLOCK
         if within == 0:
-            h = dst + o
-            put64(h + 8, <uint64_t>(pos[0] - begin))
-            put64(h + 16, <uint64_t>(end - pos[0]))
-            put64(h, tfrecnp_riegeli_hash(h + 8, 16))
+            put_block_header(dst + o, pos[0], begin, end)
             o += BLOCK_HEADER
             pos[0] += BLOCK_HEADER
             within = BLOCK_HEADER
@@ -404,14 +409,10 @@ cdef int64_t put_padding(int64_t *pos, int64_t begin, int64_t end, uint8_t *dst)
     """Zeros from file position pos[0] to end, a block header at every block boundary
     before end (so they count within end - pos[0]); returns the bytes of dst used."""
     cdef int64_t o = 0, run, within
-    cdef uint8_t *h
     while pos[0] < end:
         within = pos[0] % BLOCK
         if within == 0:
-            h = dst + o
-            put64(h + 8, <uint64_t>(pos[0] - begin))
-            put64(h + 16, <uint64_t>(end - pos[0]))
-            put64(h, tfrecnp_riegeli_hash(h + 8, 16))
+            put_block_header(dst + o, pos[0], begin, end)
             o += BLOCK_HEADER
             pos[0] += BLOCK_HEADER
             within = BLOCK_HEADER
