@@ -251,7 +251,12 @@ class Files:
             self._checkpoints[f] = cp
             if walked is not None:
                 return walked
-        if self.damage.raises:  # a sidecar may stand in for the scan
+        cp = self._checkpoints[f]
+        if self.damage.raises and cp is not None and not cp.index:  # a damaged stream:
+            index, cut = scan_until_damage(path, kind)  # indexed up to it, in one walk
+            if cut is not None:
+                self._cuts[f] = cut
+        elif self.damage.raises:  # a sidecar may stand in for the scan
             try:
                 index = scan_file(path, compression=kind)
             except CorruptRecordError:
