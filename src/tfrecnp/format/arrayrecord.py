@@ -239,6 +239,7 @@ class ArrayRecordFile:
 
     def __init__(self, path: Any, footer: Footer | None = None):
         self.path = path
+        self._url = fs.is_url(path)
         self._fd: int | None = None
         self._pid = -1
         self._footer = footer
@@ -419,33 +420,43 @@ class ArrayRecordFile:
         errors = [self._chunk_error(why, int(ks[k])) for k, why in sorted(reasons.items())]
         return ChunkRecords(batch, rows, errors)
 
-    def one_chunk(self, k: int, check: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    def one_chunk(self, k: int, check: bool = True) -> tuple[Any, np.ndarray]:
         """Chunk k's records (bytes, offsets): `ds[i]`'s short path (one read, one core
-        call, a decompression per part). CorruptRecordError when it is damaged."""
-        f = self.footer
-        begin, end = int(f.offsets[k]), int(f.ends[k])
-        out, info, layout = riegeli.one_chunk(self.read(begin, end), begin, end, check)
+        call, a decompression per part, no NumPy work but the offsets).
+        CorruptRecordError when it is damaged."""
+        f = self._footer or self.footer
+        begin, end = f.offsets.item(k), f.ends.item(k)
+        buf = self._pread(begin, end)
+        out, info, layout = riegeli.one_chunk(buf, begin, end, check)
         _, _, kind, records, decoded, status = info
         codec, s_at, s_len, s_size, v_at, v_len, v_size, ok = layout
-        said = int(f.firsts[k + 1] - f.firsts[k])
+        said = f.firsts.item(k + 1) - f.firsts.item(k)
         fits = ok and records == said and v_size == decoded and s_size <= 10 * records
         if status != riegeli.OK or kind != SIMPLE or not fits or codec not in (0, ord("z")):
             return self._one_the_long_way(k, check)  # names the damage, or other codecs
+        view = memoryview(out)
         if codec == 0:
             sizes, values = out[s_at : s_at + s_len], out[v_at : v_at + v_len]
         else:
             z = _zstd()
-            sizes = np.frombuffer(
-                z.decompress(out[s_at : s_at + s_len], max_output_size=max(s_size, 1)), np.uint8
-            )
-            values = np.frombuffer(
-                z.decompress(out[v_at : v_at + v_len], max_output_size=max(v_size, 1)), np.uint8
-            )
+            sizes = z.decompress(view[s_at : s_at + s_len], max_output_size=max(s_size, 1))
+            values = z.decompress(view[v_at : v_at + v_len], max_output_size=max(v_size, 1))
         offsets = np.empty(records + 1, np.int64)
         used = riegeli.sizes_to_offsets(sizes, offsets)
-        if used != len(sizes) or len(values) != decoded or int(offsets[-1]) != decoded:
+        if used != len(sizes) or len(values) != decoded or offsets.item(records) != decoded:
             return self._one_the_long_way(k, check)
         return values, offsets
+
+    def _pread(self, begin: int, end: int) -> Any:
+        """File bytes begin..end (fewer at the end of the file), as bytes when local."""
+        if self._url:
+            return self.read(begin, end)
+        if self._fd is None or self._pid != os.getpid():
+            self._open()
+        data = os.pread(self._fd, end - begin, begin)
+        if len(data) < end - begin:  # a short read: the loop of read_into says how short
+            return self.read(begin, end)
+        return data
 
     def _one_the_long_way(self, k: int, check: bool) -> tuple[np.ndarray, np.ndarray]:
         got = self.chunk_records(np.array([k], np.int64), check)
