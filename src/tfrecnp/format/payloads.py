@@ -147,8 +147,8 @@ class RecordBatch:
         offset: int = 0,
         verified: bool = True,
     ) -> RecordBatch:
-        """Payloads that lie apart: data[starts[i]:ends[i]], or with `which`,
-        data[which[i]][starts[i]:ends[i]] of a list of buffers."""
+        """Payloads that lie apart: `data[starts[i]:ends[i]]`, or with `which`,
+        `data[which[i]][starts[i]:ends[i]]` of a list of buffers."""
         batch = cls.__new__(cls)
         batch.data, batch.offsets, batch.starts, batch.ends = data, None, starts, ends
         batch.which, batch.origins, batch.offset, batch.verified = which, origins, offset, verified

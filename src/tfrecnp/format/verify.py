@@ -98,6 +98,8 @@ def verify(
     progress
         Show a progress line on a terminal (stderr).
 
+    Notes
+    -----
     Damage never raises: it is in the report (``report.ok``, ``report.damage``). Files
     that cannot be read at all (missing, unreadable) and a salvage file that cannot be
     written raise as anywhere else.
