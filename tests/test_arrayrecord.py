@@ -12,6 +12,7 @@ import pytest
 from source_contract import SourceTests, record, records
 
 import tfrecnp as tn
+from tfrecnp._core import riegeli
 from tfrecnp.format.arrayrecord import SIGNATURE, ArrayRecordFile, riegeli_hash
 
 arm = pytest.importorskip("array_record.python.array_record_module")
@@ -563,3 +564,73 @@ def test_a_folder_of_shards_beside_other_files(tmp_path):
     with tn.RecordWriter(tfrecords / "a.tfrecord") as w:
         w.write(example(3))
     assert tn.open(str(tfrecords), SPEC)[0]["id"] == 3
+
+
+# --- a big group served as it decompresses -------------------------------------------------
+
+
+def blob_example(i: int) -> bytes:
+    blob = np.random.default_rng(i).integers(0, 256, 1000, np.uint8).tobytes()
+    return pw.simple_example({"id": (pw.INT64, [i]), "blob": (pw.BYTES, [blob])})
+
+
+@pytest.fixture(scope="module")
+def big_group(tmp_path_factory):
+    """One zstd chunk of 9000 records of ~1 KiB (more than a pass's block of 4 MiB), and
+    array-record's reading of it."""
+    path = tmp_path_factory.mktemp("big") / "g.array_record"
+    write_ar(path, map(blob_example, range(9000)), "group_size:65536")
+    return str(path), read_ar(path)
+
+
+def test_a_chunk_streams_in_pieces_equal_to_the_reader(big_group):
+    path, want = big_group
+    f = ArrayRecordFile(path)
+    pieces = list(f.chunk_stream(0, (1003, 2000), 300))
+    assert [len(p) for p in pieces] == [300, 300, 300, 97]
+    assert [r for p in pieces for r in p] == want[1003:2000]
+    assert pieces[1].origins.locs.tolist() == list(range(1303, 1603))
+    assert [r for p in f.chunk_stream(0, (0, 9000), 4096) for r in p] == want
+
+
+def test_a_pass_over_a_big_group_streams_it(big_group):
+    tf = pytest.importorskip("tensorflow")
+    path, want = big_group
+    ds = tn.open(path)
+    assert ds._block_records(100) < 9000  # the pass takes the chunk in pieces
+    ds.close()  # no chunk kept from the spec's sample: the pass streams it
+    got = list(ds.batches(100))
+    parsed = tf.io.parse_example(
+        tf.constant(want),
+        {"id": tf.io.FixedLenFeature([], tf.int64), "blob": tf.io.FixedLenFeature([], tf.string)},
+    )
+    np.testing.assert_array_equal(np.concatenate([b["id"] for b in got]), parsed["id"].numpy())
+    assert [bytes(x) for b in got for x in b["blob"]] == parsed["blob"].numpy().tolist()
+    ds.close()
+    part = ds.shard(3, 1)  # records 3000..6000, clipped inside the chunk
+    assert np.concatenate([b["id"] for b in part.batches(64)]).tolist() == list(range(3000, 6000))
+    ds.close()
+    it = ds.batches(10)
+    assert next(it)["id"].tolist() == list(range(10))
+    it.close()  # a loop left early stops its threads
+
+
+def test_a_big_group_that_does_not_decompress_is_named(big_group, tmp_path):
+    """Data hashes not checked (verify_crc=False): a values block the codec refuses is a
+    CorruptRecordError naming the chunk, or with on_error='skip' its records left out."""
+    path = str(tmp_path / "g.array_record")
+    with open(big_group[0], "rb") as src, open(path, "wb") as dst:
+        dst.write(src.read())
+    f = ArrayRecordFile(path)
+    _, _, layout = riegeli.one_chunk(f.read(64, int(f.footer.ends[0])), 64, int(f.footer.ends[0]))
+    _flip(path, 64 + layout[4])  # the values' zstd frame magic (before the first block header)
+    ds = tn.open(path, {"id": tn.FixedLen((), "int64")}, verify_crc=False)
+    ds.close()
+    with pytest.raises(
+        tn.CorruptRecordError, match=r"chunk 0 at byte 64, holding records 0\.\.8999"
+    ):
+        list(ds.batches(100))
+    ds = tn.open(path, {"id": tn.FixedLen((), "int64")}, verify_crc=False, on_error="skip")
+    ds.close()
+    assert list(ds.batches(100)) == []
+    assert [e.record for e in ds.corruptions] == [0]

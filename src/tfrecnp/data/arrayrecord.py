@@ -34,6 +34,7 @@ import numpy as np
 
 from .._util import fs
 from .._util.text import format_count
+from .._util.threads import close_iterator, pipeline
 from ..errors import CorruptRecordError
 from ..example.decode import Decoder
 from ..example.infer import infer_spec_of
@@ -56,6 +57,7 @@ __all__ = [
 
 CACHE_BYTES = 256 << 20  # decompressed chunks kept for reads by position ...
 CACHE_MIN_RECORDS = 64  # ... of at least these many records (a small one is read anew)
+STREAM_BLOCKS = 1  # a chunk of more blocks than this is decompressed as it is served
 SAMPLE_RECORDS = 1024  # records sampled to infer a spec and to size records
 SAMPLE_BYTES = 32 << 20
 MAX_SAMPLED_FILES = 32
@@ -261,6 +263,29 @@ class ArrayRecordFiles:
         x, y = np.searchsorted(local, [a - first, b - first]).tolist()
         return batch if (x, y) == (0, len(batch)) else batch.slice(x, y)
 
+    def pieces(
+        self, runs: list[tuple[int, int]], a: int, b: int, block: int
+    ) -> Iterator[RecordBatch]:
+        """The records a..b of these runs of chunks, in pieces of up to `block` records: a
+        run read together (`span`), or a big chunk (over STREAM_BLOCKS blocks) decompressed
+        piece by piece as it is served (`ArrayRecordFile.chunk_stream`)."""
+        for c0, c1 in runs:
+            first, last = self.chunk_firsts.item(c0), self.chunk_firsts.item(c1)
+            rows = (max(a, first) - first, min(b, last) - first)
+            stream = None
+            if c1 - c0 == 1 and last - first > STREAM_BLOCKS * block and not self._cache:
+                f = self.files[self.chunk_file.item(c0)]
+                stream = f.chunk_stream(self.chunk_local.item(c0), rows, block, self.verify)
+            if stream is not None:
+                try:
+                    yield from stream
+                except CorruptRecordError as error:  # the chunk's other records left out
+                    self.damage.report(error, stacklevel=3)
+                continue
+            batch = self.span(c0, c1, a, b)
+            for x in range(0, len(batch), block):
+                yield batch.slice(x, min(len(batch), x + block))
+
 
 class ArrayRecordSource(Source):
     """ArrayRecord files read with one spec (see the module docstring; `Source` for the
@@ -386,22 +411,26 @@ class ArrayRecordSource(Source):
                 yield Block(self._decode(batch, threads), len(batch), batch.nbytes, batch.origins)
             return
         runs = self.files.runs(a, b, block)
-        if shuffle.kind == "none":
-            yield from self._run_blocks(runs, a, b, block, threads)
-            return
-        order = rng.permutation(len(runs))
-        pieces = self._run_blocks([runs[i] for i in order], a, b, block, threads)
-        yield from shuffle_blocks(pieces, shuffle.size, rng, block)
+        if shuffle.kind != "none":
+            runs = [runs[i] for i in rng.permutation(len(runs))]
+        pieces = self.files.pieces(runs, a, b, block)
 
-    def _run_blocks(
-        self, runs: list[tuple[int, int]], a: int, b: int, block: int, threads: int | None
-    ) -> Iterator[Block]:
-        """Decoded blocks of up to `block` records of each run of chunks, clipped to a..b."""
-        for c0, c1 in runs:
-            batch = self.files.span(c0, c1, a, b)
-            for x in range(0, len(batch), block):
-                part = batch.slice(x, min(len(batch), x + block))
-                yield Block(self._decode(part, threads), len(part), part.nbytes, part.origins)
+        def decode(part: RecordBatch) -> Block:
+            return Block(self._decode(part, threads), len(part), part.nbytes, part.origins)
+
+        # chunks read, checked and decompressed in one thread, decoded in another
+        blocks = pipeline(pieces, decode, ahead) if ahead else map(decode, pieces)
+        try:
+            if shuffle.kind == "none":
+                yield from blocks
+            else:
+                yield from shuffle_blocks(blocks, shuffle.size, rng, block)
+        finally:  # a loop left early stops the threads now
+            close_iterator(blocks)
+            close_iterator(pieces)
+
+    def makes_ahead(self, start: int, stop: int | None, shuffle: Shuffle) -> bool:
+        return shuffle.kind != "all"
 
     # -- sizes ----------------------------------------------------------------------------
 

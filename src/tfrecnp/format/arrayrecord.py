@@ -447,6 +447,60 @@ class ArrayRecordFile:
             return self._one_the_long_way(k, check)
         return values, offsets
 
+    def chunk_stream(self, k: int, rows: tuple[int, int], step: int, check: bool = True):
+        """Rows rows[0]..rows[1] of chunk k, a zstd simple chunk, as RecordBatches of `step`
+        records, its values decompressed as the pieces are served (a big group's decode
+        starts long before its last byte is decompressed); its hashes are checked and its
+        record sizes decoded first. None when the chunk is not that (damaged, another
+        codec, not what the footer says): the caller reads it whole, which names the
+        damage. A block of values that does not decompress is a CorruptRecordError."""
+        f = self._footer or self.footer
+        begin, end = f.offsets.item(k), f.ends.item(k)
+        out, info, layout = riegeli.one_chunk(self.read(begin, end), begin, end, check)
+        _, _, kind, records, decoded, status = info
+        codec, s_at, s_len, s_size, v_at, v_len, v_size, ok = layout
+        said = f.firsts.item(k + 1) - f.firsts.item(k)
+        fits = ok and records == said and v_size == decoded and s_size <= 10 * records
+        if status != riegeli.OK or kind != SIMPLE or not fits or codec != ord("z"):
+            return None
+        view = memoryview(out)
+        try:
+            sizes = _zstd().decompress(view[s_at : s_at + s_len], max_output_size=max(s_size, 1))
+        except Exception:  # the long way names it
+            return None
+        offsets = np.empty(records + 1, np.int64)
+        if riegeli.sizes_to_offsets(sizes, offsets) != len(sizes) or offsets[-1] != decoded:
+            return None
+        return self._stream(k, view[v_at : v_at + v_len], offsets, rows, max(1, step))
+
+    def _stream(
+        self, k: int, packed: memoryview, offsets: np.ndarray, rows: tuple[int, int], step: int
+    ):
+        first = self.footer.firsts.item(k)
+        into = np.empty(int(offsets[-1]), np.uint8)
+        # a decompressor of its own: the thread's is used by other reads between pieces
+        reader = require("zstandard", "arrayrecord").ZstdDecompressor().stream_reader(packed)
+        view, got = memoryview(into), 0
+        r0, stop = rows
+        try:
+            while r0 < stop:
+                r1 = min(stop, r0 + step)
+                want = int(offsets[r1])
+                while got < want:
+                    n = reader.readinto(view[got:want])
+                    if not n:
+                        raise ValueError(f"the values end after {got} bytes of {len(into)}")
+                    got += n
+                a = int(offsets[r0])
+                yield RecordBatch(
+                    into[a:want],
+                    offsets[r0 : r1 + 1] - a,
+                    Origins((str(self.path),), np.arange(first + r0, first + r1, dtype=np.int64)),
+                )
+                r0 = r1
+        except Exception as e:  # ValueError, or the codec's own on bytes it refuses
+            raise self._chunk_error(f"chunk data undecodable: {e}", k) from None
+
     def _pread(self, begin: int, end: int) -> Any:
         """File bytes begin..end (fewer at the end of the file), as bytes when local."""
         if self._url:
