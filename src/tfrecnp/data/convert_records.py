@@ -17,8 +17,14 @@ from .._util import fs
 from .._util.atomic import naming_write_errors, require_folder
 from .._util.progress import Progress
 from ..example.write import WriteResult, output_format
+from ..example.write_check import check_output
 from ..example.write_shards import Shards
-from ..format.arrayrecord import ArrayRecordFile, is_array_record_source, list_array_record
+from ..format.arrayrecord import (
+    ArrayRecordFile,
+    file_batches,
+    is_array_record_source,
+    list_array_record,
+)
 from ..format.arrayrecord_write import ArrayRecordWriter, parse_compression
 from ..format.compression import normalize_compression
 from ..format.paths import Paths
@@ -29,7 +35,6 @@ from .opener import open
 __all__ = ["copy_records", "is_records_conversion"]
 
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfr")
-READ_BYTES = 8 << 20  # file bytes of ArrayRecord chunks read at a time
 BATCH_RECORDS = 4096  # TFRecord records read at a time
 
 
@@ -66,6 +71,7 @@ def copy_records(
     records_per_shard: int | None = None,
     index: bool = False,
     progress: bool = True,
+    verify: bool = False,
     on_error: str = "raise",
     verify_crc: bool = True,
     spec: Any = None,
@@ -76,14 +82,18 @@ def copy_records(
     default "zstd:3") or TFRecord files (format="tfrecord" or a .tfrecord path;
     compression None / "GZIP" / "ZLIB", index), byte for byte, in bounded memory. The
     source's compression is detected. records_per_shard splits the output as `tn.write`
-    does. Returns the files written, their spec (`spec`, or inferred from the source) and
-    counts."""
+    does; verify reads every shard back before it appears (count and CRC32C of the
+    payloads against what was written). Returns the files written, their spec (`spec`,
+    or inferred from the source) and counts."""
     path = fs.resolve(dst, storage_options)
     fmt = output_format(path, format)
     array_record = None
     if fmt == "array_record":
         if index:
-            raise ValueError("index=True applies to TFRecord output")
+            raise ValueError(
+                "index=True applies to TFRecord output; ArrayRecord files carry their own "
+                "index (the footer lists every chunk and its records)"
+            )
         codec, level = parse_compression(compression)
         array_record = {
             "group_size": 1 if group_size is None else group_size,
@@ -106,7 +116,7 @@ def copy_records(
         out_compression,
         index=index,
         records_per_shard=records_per_shard,
-        checksums=False,
+        checksums=verify,
         array_record=array_record,
     )
     bar = Progress(f"writing {path}", total=total, enabled=progress)
@@ -124,6 +134,8 @@ def copy_records(
                 records += n
                 bar.update(n, int(offsets[-1] - offsets[0]))
             shards.finish()
+            if verify:  # every record read back (hashes or CRCs checked), count and bytes
+                check_output(path, shards, {}, [], sequence=False, records=0)
             paths = shards.publish()
         except BaseException:
             shards.abort()
@@ -155,30 +167,8 @@ def _source(
             resolved = [fs.resolve(p, storage_options) for p in src]
         files = [ArrayRecordFile(p) for p in list_array_record(resolved, warn=True)]
         total = sum(f.footer.records for f in files)
-        return _array_record_batches(files, on_error, verify_crc), total, spec_of
+        return file_batches(files, check=verify_crc, on_error=on_error), total, spec_of
     reader = RecordReader(
         src, verify_crc=verify_crc, on_error=on_error, storage_options=storage_options
     )
     return reader.batches(BATCH_RECORDS), None, spec_of
-
-
-def _array_record_batches(
-    files: list[ArrayRecordFile], on_error: str, verify_crc: bool
-) -> Iterator[RecordBatch]:
-    """The records of each file, chunks of about READ_BYTES at a time; a damaged chunk
-    raises (on_error="raise") or is left out."""
-    for f in files:
-        try:
-            foot = f.footer
-            sizes = foot.ends - foot.offsets
-            k, n = 0, len(sizes)
-            while k < n:
-                stop = k + 1 + int(np.searchsorted(np.cumsum(sizes[k + 1 :]), READ_BYTES))
-                got = f.chunk_records(np.arange(k, min(stop, n), dtype=np.int64), verify_crc)
-                if got.errors and on_error == "raise":
-                    raise got.errors[0]
-                if len(got.batch.offsets) > 1:
-                    yield got.batch
-                k = min(stop, n)
-        finally:
-            f.close()

@@ -152,10 +152,10 @@ class Writer(CloseOrAbort):
             )
         array_record = None
         if self.format == "array_record":
-            if index or verify:
+            if index:
                 raise ValueError(
-                    f"{'index' if index else 'verify'}=True applies to TFRecord output; "
-                    "ArrayRecord files carry their own index (the footer) and hashes"
+                    "index=True applies to TFRecord output; ArrayRecord files carry their "
+                    "own index (the footer lists every chunk and its records)"
                 )
             codec, level = parse_compression(compression)
             self.compression = codec if level is None else f"{codec}:{level}"

@@ -11,6 +11,7 @@ Writer then removes every shard: nothing was kept.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import numpy as np
 from .._core import encode, framing
 from .._util.text import format_count
 from ..errors import TFRecordError
+from ..format.payloads import RecordBatch
 from ..format.reader import RecordReader
 from .columns import BytesColumn, Ragged
 from .write_inputs import InputColumn, Written, bytes_block, rows_of, rows_per_slice
@@ -43,9 +45,8 @@ def check_output(
     if shards.checksums is None:
         raise ValueError("check_output needs shards that kept checksums (checksums=True)")
     for k, (shard, wrote) in enumerate(zip(shards.writers, shards.checksums, strict=True)):
-        reader = RecordReader(shard.tmp, compression=shards.compression)
         count, checksum = 0, 0
-        for batch in reader.batches(READ_RECORDS):
+        for batch in read_back([shard.tmp], shards, READ_RECORDS):
             count += len(batch)
             checksum = framing.crc32c(batch.data, checksum)
         if count != shard.records or checksum != wrote:
@@ -58,13 +59,23 @@ def check_output(
     paths = [s.tmp for s in shards.writers]
     if not sequence:
         for cols, n in expected:
-            compare_values(paths, spec, cols, n, shards.compression)
+            compare_values(paths, spec, cols, n, shards)
     if (sequence or not expected) and records:
-        decode_all(paths, spec, shards.compression)
+        decode_all(paths, spec, shards)
+
+
+def read_back(paths: list[str], shards: Shards, records: int) -> Iterator[RecordBatch]:
+    """The payloads of finished shards, `records` at a time, from their container
+    (TFRecord frames, CRCs checked; ArrayRecord chunks, hashes checked)."""
+    if shards.array_record is not None:
+        from ..format.arrayrecord import ArrayRecordFile, file_batches, rebatch
+
+        return rebatch(file_batches([ArrayRecordFile(p) for p in paths]), records)
+    return RecordReader(paths, compression=shards.compression).batches(records)
 
 
 def compare_values(
-    paths: list[str], spec: dict, cols: list[InputColumn], n: int, compression: str | None
+    paths: list[str], spec: dict, cols: list[InputColumn], n: int, shards: Shards
 ) -> None:
     """Decode the files with spec and check every value against the encoder's view of the
     input columns (the float32 / int64 / bytes the records were made of)."""
@@ -73,7 +84,7 @@ def compare_values(
     decoder = Decoder({k: f.decode_as() or f for k, f in spec.items()})  # images: their bytes
     step = rows_per_slice(cols)
     a = 0
-    for batch in RecordReader(paths, compression=compression).batches(step):
+    for batch in read_back(paths, shards, step):
         b = a + len(batch)
         got = decoder.decode(batch)
         for c in cols:
@@ -89,13 +100,13 @@ def compare_values(
         raise TFRecordError(f"verify failed: read back {a} records, wrote {n}")
 
 
-def decode_all(paths: list[str], spec: dict, compression: str | None) -> None:
+def decode_all(paths: list[str], spec: dict, shards: Shards) -> None:
     """Decode every record with spec (a streaming Writer keeps no inputs to compare)."""
     from .decode import Decoder  # imported when verifying only
 
     decoder = Decoder(spec)
     try:
-        for batch in RecordReader(paths, compression=compression).batches(4096):
+        for batch in read_back(paths, shards, 4096):
             decoder.decode(batch)
     except TFRecordError as e:
         raise TFRecordError(

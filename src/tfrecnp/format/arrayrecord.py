@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import threading
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,9 +46,11 @@ from .payloads import Origins, RecordBatch
 __all__ = [
     "SIGNATURE",
     "ArrayRecordFile",
+    "file_batches",
     "is_array_record",
     "is_array_record_source",
     "list_array_record",
+    "rebatch",
     "riegeli_hash",
 ]
 
@@ -594,6 +597,49 @@ class ArrayRecordFile:
         records = f"record {a}" if b - a == 1 else f"records {a}..{b - 1}"
         at = int(f.offsets[k])
         return self._bad(f"{reason} (chunk {k} at byte {at}, holding {records})", at, a)
+
+
+READ_BYTES = 8 << 20  # file bytes of chunks read at a time by `file_batches`
+
+
+def file_batches(
+    files: list[ArrayRecordFile], *, check: bool = True, on_error: str = "raise"
+) -> Iterator[RecordBatch]:
+    """Every record of the files, in order, as RecordBatches of the chunks of about
+    READ_BYTES of file at a time (copies and read-backs: no cache, nothing kept). A
+    damaged chunk raises (on_error="raise") or is left out; each file is closed after."""
+    for f in files:
+        try:
+            foot = f.footer
+            sizes = foot.ends - foot.offsets
+            k, n = 0, len(sizes)
+            while k < n:
+                stop = k + 1 + int(np.searchsorted(np.cumsum(sizes[k + 1 :]), READ_BYTES))
+                got = f.chunk_records(np.arange(k, min(stop, n), dtype=np.int64), check)
+                if got.errors and on_error == "raise":
+                    raise got.errors[0]
+                if len(got.batch.offsets) > 1:
+                    yield got.batch
+                k = min(stop, n)
+        finally:
+            f.close()
+
+
+def rebatch(batches: Iterator[RecordBatch], records: int) -> Iterator[RecordBatch]:
+    """The same records in batches of `records` (the last fewer)."""
+    held: list[RecordBatch] = []
+    have = 0
+    for batch in batches:
+        while len(batch):
+            take = min(len(batch), records - have)
+            held.append(batch.slice(0, take))
+            have += take
+            batch = batch.slice(take, len(batch))
+            if have == records:
+                yield RecordBatch.concat(held)
+                held, have = [], 0
+    if held:
+        yield RecordBatch.concat(held)
 
 
 @dataclass(frozen=True)
