@@ -13,7 +13,7 @@ FUZZ := build/fuzz
 FUZZ_TARGETS := $(basename $(notdir $(wildcard fuzz/fuzz_*.py)))
 SECONDS ?= 60
 
-.PHONY: demo test asan lint format bench clean fuzz fuzz-core fuzz-coverage
+.PHONY: demo test asan lint format bench clean fuzz fuzz-core fuzz-coverage docs wheel sdist
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,33 @@ lint: $(VENV)/.test-deps
 format: $(VENV)/.test-deps
 	$(PY) -m ruff check --fix $(LINTED)
 	$(PY) -m ruff format $(LINTED)
+
+# The documentation site (mkdocs.yml, pages in docs/), built strictly into build/site: a
+# broken link, a page missing from the nav or a name mkdocstrings cannot find fails it.
+$(VENV)/.docs-deps: pyproject.toml | $(PY)
+	$(PIP) install --no-build-isolation -e '.[docs]'
+	touch $@ $(VENV)/.built
+
+docs: $(VENV)/.docs-deps $(VENV)/.built
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict --quiet
+
+# `make wheel`: a manylinux wheel in $(DIST)/. `python -m build` makes the sdist, then the wheel
+# from it in an isolated build environment (so the sdist is proven complete, and build/ of the
+# in-place core is never touched); `auditwheel repair` (patchelf) checks the wheel needs no
+# library beyond manylinux's and gives it the manylinux tag. `make sdist`: the sdist alone.
+DIST ?= dist
+$(VENV)/.release-deps: | $(PY)
+	$(PIP) install "build>=1.2" "auditwheel>=6.1" "patchelf>=0.17"
+	touch $@
+
+wheel: $(VENV)/.release-deps
+	rm -rf build/wheel
+	$(PY) -m build --outdir build/wheel .
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m auditwheel repair --wheel-dir $(DIST) \
+		build/wheel/*.whl
+
+sdist: $(VENV)/.release-deps
+	$(PY) -m build --sdist --outdir $(DIST) .
 
 # vahidk's tfrecord is a peer in the benchmarks (run in its own process, never with TensorFlow).
 bench: $(VENV)/.test-deps $(VENV)/.built

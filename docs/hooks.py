@@ -2,9 +2,10 @@
 
 - The CLI reference: every `tfrecnp` command's `--help`, taken from the argparse parser the
   command runs (`tfrecnp.cli.main.build_parser`), in place of `<!-- cli-reference -->`.
-- Pages kept outside docs/ (the changelog, the benchmarks' notes) join the site as they are,
-  and links between those files and docs/ pages are pointed at the pages the site builds, so
-  each file reads correctly both in the repository and on the site.
+- Pages kept outside docs/ (the README as the home page, the changelog, the benchmarks'
+  notes) join the site as they are, and links between those files and docs/ pages are
+  pointed at the pages the site builds, so each reads correctly in the repository and on
+  the site.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ ROOT = Path(__file__).resolve().parents[1]
 CLI_MARK = "<!-- cli-reference -->"
 HELP_COLUMNS = "100"  # argparse wraps help to $COLUMNS: a fixed width keeps builds alike
 
-# a file outside docs/ (path in the repository) -> its page on the site
+# a file outside docs/ (path in the repository) -> its page on the site; the README is the
+# site's home page, so the front door is written once
 OUTSIDE = {
+    "README.md": "index.md",
     "CHANGELOG.md": "changelog.md",
     "benchmarks/CONSTANTS.md": "benchmarks/constants.md",
     "benchmarks/README.md": "benchmarks/suite.md",
