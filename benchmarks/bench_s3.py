@@ -1,147 +1,484 @@
-"""Object stores (issue 14): the same dataset read from local files and from an S3 server
-on the loopback address (moto's, started here on 127.0.0.1), through s3fs.
+"""Buckets at the link's speed (issues 14 and 37): TFRecord datasets read from an S3 server
+(moto's, in its own process on 127.0.0.1) through a loopback link of our own that adds a
+set latency to every request and every new connection and carries at most a set
+bandwidth, shared by all connections (`Link`, a proxy in its own process; it also counts
+the requests and the bytes that cross it, independently of tfrecnp).
 
-Data: 4 shards of 25 k tf.train.Example records (100 k rows, about 60 MB): label (int64),
-x (64 float32), tokens (VarLen int64, 0..31 values), generated once into bench-data/.
+Data (made once into bench-data/, by TensorFlow's own writer, `.idx` sidecars from
+`tfrecnp index`): 8 shards of small numeric records (full: 2.13 M records, 279 MB; quick:
+320 k, 42 MB) and one shard of 16 KiB raw records (full: 2 048 records, 34 MB; quick: 1 024).
 
-- sequential: ``tn.open(src).batches(1024)`` to the end, local vs s3://: MB/s and the
-  number of S3 requests it made (the reader asks for 8 MiB per request);
-- shuffled epoch over s3://: ``batches(1024, shuffle=True)`` (a permutation of every record,
-  read by position) and ``batches(1024, shuffle=10_000)`` (a streamed pool): requests
-  against records;
-- random reads: ``ds[ids]`` of 1024 random records: requests per call.
+For each link (by default 20 ms / 200 MB/s, then 0 ms / 200 MB/s), in one run:
 
-moto keeps objects in memory and answers on loopback, so this measures our request
-pattern and the client's per-request cost, not a real store's latency or bandwidth; the
-request counts carry over to any store.
+- link: the link's own limit, many 8 MiB ranged GETs in flight at once (s3fs.cat_ranges);
+- sequential: ``batches(1024)`` to the end, MB/s and its ratio to the link;
+- first batch: a fresh filesystem (no listing cached), open + the first batch: requests,
+  and the time in round trips of the link's latency;
+- shuffle=True / shuffle=10_000: a whole epoch, its rate against sequential;
+- 1 % sample by one ``ds[list]`` and by ``__getitems__`` of 256: bytes moved against the
+  dataset's;
+- Ray's ``read_tfrecords`` (pyarrow's S3 client) of the same files, beside them.
 
-    python benchmarks/bench_s3.py [--runs N]
+Each row gives requests and bytes as the link counted them (HTTP headers included) and as
+``ds.stats()`` counted them. Times are medians of --runs runs; the machine is shared, so
+read ratios, not absolutes.
+
+moto reads a whole object to answer any ranged GET of it, so its cost per request grows
+with the shard's size: a request pattern of many small reads is slower here than on a real
+store; the requests and bytes counted carry over to any store.
+
+    python benchmarks/bench_s3.py [--quick] [--runs N] [--latency-ms 20] [--mbps 200]
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import multiprocessing as mp
+import os
+import socket
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import token_shards
+from common import DATA_DIR
 
-SHARDS, ROWS = 4, 25_000
+NUMERIC = {"full": (8, 266_250), "quick": (8, 40_000)}  # shards, records per shard
+RAW = {"full": 2048, "quick": 1024}  # 16 KiB records in one shard
+LINK_RANGE = 4 << 20  # the link's limit is measured with ranged GETs of this size
+LINK_INFLIGHT = 16  # ... this many at once, over the dataset ...
+LINK_PASSES = 3  # ... this many times in one go (a full pipe, not its filling)
+BUCKET = "bench"
 
 
-def _data() -> list[str]:
-    return token_shards("s3", SHARDS, ROWS, width=64, tokens=(0, 32))
+# --- the link: a proxy with latency and a bandwidth cap, in its own process -----------------
 
 
-def _server():
-    import boto3
-    from moto.server import ThreadedMotoServer
+def _serve_link(target: int, port, latency, rate, counts, ready) -> None:
+    """Serve HTTP on 127.0.0.1:port, each request forwarded to 127.0.0.1:target and its
+    answer sent back on a kept-alive connection (as a store's; the server behind, werkzeug,
+    closes each connection after one answer, so it is reached afresh each time, at no
+    cost). A new connection waits `latency` seconds, so does each request; answers share
+    `rate` bytes/s, sent in 64 KiB pieces. counts: connections, requests, bytes answered
+    (status line and headers included)."""
+    import http.client
+    import http.server
+    import threading
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client(
-        "s3",
-        endpoint_url=endpoint,
-        aws_access_key_id="bench",
-        aws_secret_access_key="bench",
-        region_name="us-east-1",
-    ).create_bucket(Bucket="bench")
-    options = {
+    lock = threading.Lock()
+    free_at = [0.0]  # when the link has sent everything queued so far
+
+    def send(wfile, data: bytes) -> None:
+        for a in range(0, len(data), 1 << 16):
+            piece = data[a : a + (1 << 16)]
+            if rate.value:
+                with lock:
+                    now = time.monotonic()
+                    free_at[0] = max(now, free_at[0]) + len(piece) / rate.value
+                    wait = free_at[0] - now
+                if wait > 0.0002:
+                    time.sleep(wait)
+            wfile.write(piece)
+            counts[2] += len(piece)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def setup(self) -> None:
+            super().setup()
+            counts[0] += 1
+            if latency.value:
+                time.sleep(latency.value)
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def forward(self) -> None:
+            counts[1] += 1
+            if latency.value:
+                time.sleep(latency.value)
+            n = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(n) if n else None
+            headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
+            upstream = http.client.HTTPConnection("127.0.0.1", target, timeout=60)
+            try:
+                upstream.request(self.command, self.path, body=body, headers=headers)
+                answer = upstream.getresponse()
+                data = answer.read()
+            finally:
+                upstream.close()
+            head = [f"HTTP/1.1 {answer.status} {answer.reason}\r\n".encode()]
+            for k, v in answer.getheaders():
+                if k.lower() not in ("connection", "transfer-encoding", "content-length"):
+                    head.append(f"{k}: {v}\r\n".encode())
+            length = answer.getheader("Content-Length") if self.command == "HEAD" else None
+            head.append(f"Content-Length: {length or len(data)}\r\n\r\n".encode())
+            send(self.wfile, b"".join(head) + (b"" if self.command == "HEAD" else data))
+
+        do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = forward
+
+    class Server(http.server.ThreadingHTTPServer):
+        daemon_threads = True
+        request_queue_size = 128
+
+    server = Server(("127.0.0.1", 0), Handler)
+    port.value = server.server_address[1]
+    ready.set()
+    server.serve_forever()
+
+
+class Link:
+    """The loopback link (see `_serve_link`): set its latency and bandwidth, read its counts."""
+
+    def __init__(self, target: int):
+        ctx = mp.get_context("spawn")
+        self.port = ctx.Value("i", 0)
+        self.latency = ctx.Value("d", 0.0)
+        self.rate = ctx.Value("d", 0.0)
+        self.counts = ctx.Array("q", 3, lock=False)
+        ready = ctx.Event()
+        args = (target, self.port, self.latency, self.rate, self.counts, ready)
+        self.process = ctx.Process(target=_serve_link, args=args, daemon=True)
+        self.process.start()
+        ready.wait(30)
+
+    def set(self, latency_ms: float, mbps: float) -> None:
+        self.latency.value = latency_ms / 1000
+        self.rate.value = mbps * 1e6
+
+    def snapshot(self) -> tuple[int, int, int]:
+        return tuple(self.counts)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.join(5)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _moto() -> tuple[subprocess.Popen, int]:
+    """moto's S3 server in a process of its own (its GIL is not ours), keeping connections
+    alive as a store does (werkzeug's default, HTTP/1.0, closes each after one answer)."""
+    import urllib.request
+
+    port = _free_port()
+    start = (
+        "import sys; from werkzeug.serving import WSGIRequestHandler as H; "
+        "H.protocol_version = 'HTTP/1.1'; from moto.server import main; "
+        f"sys.exit(main(['-H', '127.0.0.1', '-p', '{port}']))"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", start],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(200):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1)
+            break
+        except Exception:
+            time.sleep(0.1)
+    return proc, port
+
+
+def _options(port: int) -> dict:
+    return {
         "key": "bench",
         "secret": "bench",
-        "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+        "client_kwargs": {"endpoint_url": f"http://127.0.0.1:{port}", "region_name": "us-east-1"},
     }
-    return server, options
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args(argv)
+# --- data -------------------------------------------------------------------------------------
 
+
+def _tf_shards(name: str, case: str, shards: int, rows: int) -> list[str]:
+    """`shards` files of `rows` TensorFlow-written records of a kind (common.tf_examples),
+    with .idx sidecars from `tfrecnp index`; made once."""
+    from common import tf_examples
+
+    folder = DATA_DIR / name
+    paths = sorted(str(p) for p in folder.glob("*.tfrecord"))
+    if len(paths) == shards and all(Path(p + ".idx").exists() for p in paths):
+        return paths
+    import shutil
+
+    import tensorflow as tf
+
+    from tfrecnp.cli import main as cli
+
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    examples = tf_examples(case, shards * rows)
+    paths = []
+    for k in range(shards):
+        path = str(folder / f"{case}-{k:05d}-of-{shards:05d}.tfrecord")
+        with tf.io.TFRecordWriter(path) as w:
+            for _ in range(rows):
+                w.write(next(examples))
+        paths.append(path)
+    cli(["index", str(folder)])
+    return paths
+
+
+# --- the cases --------------------------------------------------------------------------------
+
+
+class Bench:
+    def __init__(self, link: Link, options: dict, url: str, nbytes: int, runs: int):
+        self.link, self.options, self.url, self.nbytes, self.runs = link, options, url, nbytes, runs
+
+    def measure(self, fn, runs: int | None = None) -> dict:
+        """fn() timed `runs` times: median seconds, and the link's counts of its last run
+        (requests, bytes) with fn's own ds.stats() when it returns one."""
+        secs = []
+        for _ in range(runs or self.runs):
+            c0 = self.link.snapshot()
+            t0 = time.perf_counter()
+            stats = fn()
+            secs.append(time.perf_counter() - t0)
+            c1 = self.link.snapshot()
+        return {
+            "s": statistics.median(secs),
+            "spread": (max(secs) - min(secs)) / statistics.median(secs) if len(secs) > 1 else 0,
+            "req": c1[1] - c0[1],
+            "conn": c1[0] - c0[0],
+            "bytes": c1[2] - c0[2],
+            "stats": stats,
+        }
+
+
+def _stats_of(ds) -> dict | None:
+    stats = getattr(ds, "stats", None)
+    return stats() if callable(stats) else None
+
+
+def _pass(url: str, options: dict, n: int, **kw):
+    import tfrecnp as tn
+
+    def run():
+        ds = tn.open(url, storage_options=options)
+        rows = 0
+        for batch in ds.batches(1024, **kw):
+            rows += len(batch["label"])
+        assert rows == n, (rows, n)
+        return _stats_of(ds)
+
+    return run
+
+
+def _first_batch(url: str, options: dict):
     import s3fs
 
     import tfrecnp as tn
 
-    paths = _data()
-    server, options = _server()
-    try:
-        fs = s3fs.S3FileSystem(**options)  # the instance tfrecnp gets for these options
-        for p in paths:
-            fs.put_file(p, "bench/data/" + Path(p).name)
-        sent = [0]
-        fs.s3.meta.events.register("before-send.s3", lambda **_: sent.__setitem__(0, sent[0] + 1))
-        url = "s3://bench/data/"
-        nbytes = sum(Path(p).stat().st_size for p in paths)
-        n = SHARDS * ROWS
-
-        def epoch(src, **kw):
-            ds = tn.open(src, storage_options=options if src == url else None)
-            rows = 0
-            for batch in ds.batches(1024, **kw):
-                rows += len(batch["label"])
-            assert rows == n
-            return rows
-
-        times = {"local": [], "s3 (moto, loopback)": []}
-        requests = 0
-        epoch(str(Path(paths[0]).parent))  # warm the page cache
-        for _ in range(args.runs):
-            for name, src in (("local", str(Path(paths[0]).parent)), ("s3 (moto, loopback)", url)):
-                before = sent[0]
-                t0 = time.perf_counter()
-                epoch(src)
-                times[name].append(time.perf_counter() - t0)
-                if src == url:
-                    requests = sent[0] - before
-        print(f"sequential batches(1024): {n:,} records, {nbytes / 1e6:.0f} MB, {args.runs} runs")
-        print(f"{'source':22} {'median s':>9} {'MB/s':>8} {'records/s':>11}")
-        rate = {}
-        for name, secs in times.items():
-            med = statistics.median(secs)
-            rate[name] = nbytes / med / 1e6
-            print(f"{name:22} {med:9.2f} {rate[name]:8.0f} {n / med:11,.0f}")
-        print(
-            f"s3 / local: {rate['s3 (moto, loopback)'] / rate['local']:.2f}x; "
-            f"S3 requests per pass: {requests} ({nbytes / max(1, requests) / 2**20:.1f} MiB each)"
-        )
-
-        print("\nshuffled epochs over s3 (requests sent, records delivered)")
-        for label, kw in (
-            ("shuffle=True", {"shuffle": True, "seed": 0}),
-            ("shuffle=10_000", {"shuffle": 10_000, "seed": 0}),
-        ):
-            before = sent[0]
-            t0 = time.perf_counter()
-            epoch(url, **kw)
-            took = time.perf_counter() - t0
-            got = sent[0] - before
-            print(
-                f"{label:16} {got:6} requests for {n:,} records "
-                f"({n / max(1, got):,.0f} records per request, {took:.1f} s)"
-            )
-
+    def run():
+        s3fs.S3FileSystem(**options).invalidate_cache()  # nothing listed or sized yet
         ds = tn.open(url, storage_options=options)
-        len(ds)  # the index, built once (a pass over the files)
-        rng = np.random.default_rng(1)
-        counts = []
-        for _ in range(5):
-            ids = rng.choice(n, 1024, replace=False)
-            before = sent[0]
-            ds[ids]
-            counts.append(sent[0] - before)
-        print(f"ds[1024 random ids]: {statistics.median(counts):.0f} requests per call (median)")
+        it = iter(ds.batches(1024))
+        next(it)
+        stats = _stats_of(ds)
+        it.close()
+        return stats
+
+    return run
+
+
+def _sample(url: str, options: dict, n: int, per_call: int | None):
+    import numpy as np
+
+    import tfrecnp as tn
+
+    ds = tn.open(url, storage_options=options)
+    len(ds)  # the index first: the sample's cost is the records' own
+    k = max(1, n // 100)
+
+    def run():
+        ids = np.random.default_rng(int(time.time())).choice(n, k, replace=False)
+        before = _stats_of(ds)
+        if per_call is None:
+            got = ds[ids]
+            assert len(got["label"]) == k
+        else:
+            for a in range(0, k, per_call):
+                ds.__getitems__(ids[a : a + per_call].tolist())
+        after = _stats_of(ds)
+        if before is None:
+            return None
+        return {key: after[key] - before[key] for key in after}
+
+    return run
+
+
+def _link_limit(fs, keys: list[str], sizes: list[int]):
+    def run():
+        paths, starts, stops = [], [], []
+        for key, size in zip(keys * LINK_PASSES, sizes * LINK_PASSES, strict=True):
+            for a in range(0, size, LINK_RANGE):
+                paths.append(key)
+                starts.append(a)
+                stops.append(min(size, a + LINK_RANGE))
+        got = fs.cat_ranges(paths, starts, stops, batch_size=LINK_INFLIGHT)
+        assert sum(map(len, got)) == LINK_PASSES * sum(sizes)
+
+    return run
+
+
+def _ray(port: int, paths: list[str], n: int):
+    import pyarrow.fs
+    import ray
+
+    s3 = pyarrow.fs.S3FileSystem(
+        access_key="bench",
+        secret_key="bench",
+        region="us-east-1",
+        scheme="http",
+        endpoint_override=f"127.0.0.1:{port}",
+    )
+
+    def run():
+        ds = ray.data.read_tfrecords([p.removeprefix("s3://") for p in paths], filesystem=s3)
+        rows = sum(len(b["label"]) for b in ds.iter_batches(batch_size=1024))
+        assert rows == n, (rows, n)
+
+    return run
+
+
+def _row(name: str, got: dict, nbytes: int, link_rate: float | None, seq_rate=None) -> str:
+    rate = nbytes / got["s"] / 1e6 if nbytes else 0.0
+    stats = got["stats"] or {}
+    ours = (
+        f"{stats.get('requests', '-')!s:>6} {stats.get('bytes', 0) / 1e6:8.1f}"
+        if stats
+        else (f"{'-':>6} {'-':>8}")
+    )
+    vs_link = f"{rate / link_rate:6.2f}" if link_rate and nbytes else f"{'-':>6}"
+    vs_seq = f"{rate / seq_rate:6.2f}" if seq_rate and nbytes else f"{'-':>6}"
+    return (
+        f"{name:30} {got['s']:8.2f} {100 * got['spread']:5.0f}% {rate:8.1f} {vs_link} {vs_seq} "
+        f"{got['req']:7} {got['conn']:5} {got['bytes'] / 1e6:9.1f} {ours}"
+    )
+
+
+HEADER = (
+    f"{'case':30} {'median s':>8} {'sprd':>6} {'MB/s':>8} {'xlink':>6} {'xseq':>6} "
+    f"{'req':>7} {'conn':>5} {'link MB':>9} {'stats: req':>6} {'MB':>8}"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="smaller data, fewer runs")
+    parser.add_argument("--runs", type=int, default=None, help="runs per timed case")
+    parser.add_argument("--latency-ms", type=float, default=20.0)
+    parser.add_argument("--mbps", type=float, default=200.0, help="the link's cap, MB/s")
+    parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument("--only", choices=("numeric", "raw"), default=None)
+    args = parser.parse_args(argv)
+    mode = "quick" if args.quick else "full"
+    runs = args.runs or (2 if args.quick else 3)
+
+    moto, moto_port = _moto()
+    link = Link(moto_port)
+    try:
+        import s3fs
+
+        direct = _options(moto_port)
+        options = _options(link.port.value)
+        fs = s3fs.S3FileSystem(**direct)
+        import boto3
+
+        ep = direct["client_kwargs"]["endpoint_url"]
+        boto3.client(
+            "s3",
+            endpoint_url=ep,
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+            region_name="us-east-1",
+        ).create_bucket(Bucket=BUCKET)
+        shards, rows = NUMERIC[mode]
+        data = {
+            "numeric": (_tf_shards(f"s3-numeric-{rows}", "numeric", shards, rows), shards * rows),
+            "raw": (_tf_shards(f"s3-raw-{RAW[mode]}", "raw", 1, RAW[mode]), RAW[mode]),
+        }
+        for kind, (paths, _) in data.items():
+            for p in paths:
+                for f in (p, p + ".idx"):
+                    fs.put_file(f, f"{BUCKET}/{kind}/{Path(f).name}")
+        ray_ready = False
+        if not args.no_ray:
+            import ray
+
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            ray.data.DataContext.get_current().enable_progress_bars = False
+            ray_ready = True
+        print(f"bench_s3 ({mode}): {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}")
+        for latency in (args.latency_ms, 0.0):
+            link.set(latency, args.mbps)
+            via = s3fs.S3FileSystem(**options)
+            print(f"\n== link: {latency:g} ms per request and connection, {args.mbps:g} MB/s ==")
+            for kind, (paths, n) in data.items():
+                if args.only and kind != args.only:
+                    continue
+                keys = [f"{BUCKET}/{kind}/{Path(p).name}" for p in paths]
+                sizes = [Path(p).stat().st_size for p in paths]
+                nbytes = sum(sizes)
+                url = f"s3://{BUCKET}/{kind}/"
+                b = Bench(link, options, url, nbytes, runs)
+                print(f"\n{kind}: {n:,} records in {len(paths)} files, {nbytes / 1e6:.1f} MB")
+                print(HEADER)
+                limit = b.measure(_link_limit(via, keys, sizes))
+                link_rate = LINK_PASSES * nbytes / limit["s"] / 1e6
+                name = f"link ({LINK_RANGE >> 20} MiB GETs, {LINK_INFLIGHT} at once)"
+                print(_row(name, limit, LINK_PASSES * nbytes, link_rate))
+                seq = b.measure(_pass(url, options, n))
+                seq_rate = nbytes / seq["s"] / 1e6
+                print(_row("sequential batches(1024)", seq, nbytes, link_rate, seq_rate))
+                first = b.measure(_first_batch(url, options), runs=1)
+                trips = first["s"] / (latency / 1000) if latency else float("nan")
+                print(_row("open + first batch (cold)", first, 0, None) + f"  ~{trips:.1f} RTT")
+                for label, kw in (
+                    ("shuffle=True", {"shuffle": True, "seed": 0}),
+                    ("shuffle=10_000", {"shuffle": 10_000, "seed": 0}),
+                ):
+                    got = b.measure(_pass(url, options, n, **kw), runs=1 if args.quick else None)
+                    print(_row(label, got, nbytes, link_rate, seq_rate))
+                for label, per in (
+                    ("1% sample, one ds[list]", None),
+                    ("1% by __getitems__(256)", 256),
+                ):
+                    got = b.measure(_sample(url, options, n, per), runs=1 if args.quick else None)
+                    print(
+                        _row(label, got, 0, None)
+                        + f"  {got['bytes'] / nbytes:.3f}x the dataset's bytes"
+                    )
+                if ray_ready:
+                    ray_paths = [f"s3://{k}" for k in keys[:1]] if args.quick else keys
+                    ray_n = n // len(keys) if args.quick else n
+                    ray_bytes = sizes[0] if args.quick else nbytes
+                    got = b.measure(_ray(link.port.value, ray_paths, ray_n), runs=1)
+                    rate = ray_bytes / got["s"] / 1e6
+                    print(
+                        _row(
+                            f"ray read_tfrecords ({len(ray_paths)} files)",
+                            got,
+                            ray_bytes,
+                            link_rate,
+                            seq_rate,
+                        )
+                        + f"  tfrecnp sequential / ray: {seq_rate / rate:.1f}x"
+                    )
+        print(f"\nload at the end: {os.getloadavg()[0]:.2f}")
     finally:
-        server.stop()
+        link.stop()
+        moto.terminate()
+        moto.wait(10)
     return 0
 
 

@@ -11,6 +11,14 @@ the kind of path itself. ``file://`` URLs become local paths.
 Object stores have no rename: `replace` is a server-side copy and a delete. Outputs are
 still built under a hidden name (``.name.tmp-…``, skipped by every listing) and renamed
 when complete, so a failed job leaves nothing that lists as a complete shard.
+
+On an object store every request costs a round trip, so a URL also carries what its
+listing said (`Listed`: size, ETag, and the names beside it, so a sidecar's existence needs
+no request), and a `Meter`, shared by every URL listed under the one given, that counts
+the requests and bytes tfrecnp's reads send (what `Dataset.stats()` shows). A sequential
+pass reads through `Prefetch`: ranged GETs of READ_AHEAD bytes, IN_FLIGHT of them ahead of
+the reader, across the files of the pass; reads by position go through `read_ranges`,
+RANGES_IN_FLIGHT at once. Errors from the store keep their type and name the URL.
 """
 
 from __future__ import annotations
@@ -19,26 +27,100 @@ import builtins
 import contextlib
 import glob as _glob
 import os
+import threading
+from collections import OrderedDict, deque
+from dataclasses import dataclass
 from typing import Any
 
 from .optional import require
 
-READ_AHEAD = 8 << 20  # a streamed remote read asks for this many bytes per request
+READ_AHEAD = 8 << 20  # a streamed remote read asks for this many bytes per request ...
+# ... with this many requests in flight ahead of the reader, across files: 32 MiB in flight
+# fills a link whose bandwidth x latency is up to that (1.6 GB/s at 20 ms); the memory a
+# pass holds for it is bounded by the same 32 MiB
+IN_FLIGHT = 4
+START_BYTES = 1 << 20  # ... after a start of this many bytes, one request in flight
+HEAD_BYTES = 64 << 10  # a remote file's first bytes read at once (compression, first records)
+HEADS_KEPT = 64  # ... and kept for this many files
+RANGES_IN_FLIGHT = 16  # reads by position: ranged GETs in flight at once, at most
+GET_THREADS = 16  # threads that wait on ranged GETs (the requests' own work is async)
 WRITE_PART = 8 << 20  # a remote write sends parts of this size (S3 multipart: >= 5 MiB)
 
 
+class Meter:
+    """Requests sent to a store and bytes received, by kind (get, list, head), counted
+    where tfrecnp sends them; shared by the URLs listed under one given URL. A copy
+    pickled to a worker counts that worker's requests afresh."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.counts = {"get": 0, "list": 0, "head": 0}
+        self.bytes = 0
+
+    def __reduce__(self):
+        return (Meter, ())
+
+    def add(self, kind: str, requests: int = 1, nbytes: int = 0) -> None:
+        with self._lock:
+            self.counts[kind] += requests
+            self.bytes += nbytes
+
+    def snapshot(self) -> dict[str, int]:
+        """{"requests", "bytes", "get", "list", "head"}: the totals so far."""
+        with self._lock:
+            return {"requests": sum(self.counts.values()), "bytes": self.bytes, **self.counts}
+
+
+@dataclass(frozen=True)
+class Listed:
+    """What a listing said of a file: its size, its ETag (or None), and the names of the
+    listing it came from with their sizes (None when it was not listed with others);
+    exists=False for a sidecar's name the listing did not hold."""
+
+    size: int
+    etag: str | None = None
+    beside: dict | None = None
+    exists: bool = True
+
+
 class URL(str):
-    """A URL that carries its fsspec filesystem (and so its storage_options)."""
+    """A URL that carries its fsspec filesystem (and so its storage_options), the Meter
+    that counts its requests, and what its listing said of it (`Listed`, or None)."""
 
     fs: Any
+    meter: Meter
+    listed: Listed | None
 
-    def __new__(cls, url: str, fs: Any) -> URL:
+    def __new__(
+        cls, url: str, fs: Any, meter: Meter | None = None, listed: Listed | None = None
+    ) -> URL:
         self = super().__new__(cls, url)
         self.fs = fs
+        self.meter = meter if meter is not None else Meter()
+        self.listed = listed
         return self
 
     def __reduce__(self):
-        return (URL, (str(self), self.fs))
+        return (URL, (str(self), self.fs, self.meter, self.listed))
+
+
+def size_known(path: Any) -> bool:
+    """Whether path is a URL whose listing gave its size (it exists, as a file)."""
+    listed = getattr(path, "listed", None)
+    return listed is not None and listed.exists
+
+
+def one_meter(paths: list[Any]) -> list[Any]:
+    """paths with every URL counted by the first URL's Meter."""
+    meter = meter_of(paths)
+    if meter is None:
+        return paths
+    return [URL(p, p.fs, meter, p.listed) if isinstance(p, URL) else p for p in paths]
+
+
+def meter_of(paths: list[Any]) -> Meter | None:
+    """The Meter of the first URL among paths (None for local files)."""
+    return next((p.meter for p in paths if isinstance(p, URL)), None)
 
 
 def is_url(path: Any) -> bool:
@@ -74,52 +156,361 @@ def _split(path: Any) -> tuple[Any, str]:
     return url.fs, url.fs._strip_protocol(str(url))
 
 
-def _url(fs: Any, inner: str) -> URL:
-    return URL(fs.unstrip_protocol(inner), fs)
+def _url(fs: Any, inner: str, parent: Any = None, listed: Listed | None = None) -> URL:
+    meter = parent.meter if isinstance(parent, URL) else None
+    return URL(fs.unstrip_protocol(inner), fs, meter, listed)
+
+
+def _meter(path: Any) -> Meter:
+    return path.meter if isinstance(path, URL) else _SPARE_METER
+
+
+_SPARE_METER = Meter()  # counts requests for URLs given as plain strings (no one reads it)
+
+
+def _named(error: BaseException, url: Any, what: str) -> BaseException:
+    """A store's error as the same type, naming the URL and what was asked (a missing
+    object stays FileNotFoundError, a 403 PermissionError, a dropped connection OSError)."""
+    if str(url) in str(error):
+        return error
+    message = f"{url}: {what} failed: {error}"
+    if isinstance(error, OSError):
+        for kind in (FileNotFoundError, PermissionError, ConnectionError, TimeoutError):
+            if isinstance(error, kind):
+                return kind(message)
+        return OSError(message)
+    with contextlib.suppress(Exception):
+        return type(error)(message)
+    return OSError(message)
+
+
+def _etag(info: dict) -> str | None:
+    for key in ("ETag", "etag", "md5Hash", "mtime", "LastModified"):
+        if info.get(key) is not None:
+            return str(info[key])
+    return None
+
+
+def listing(path: Any) -> tuple[str, list[URL]]:
+    """One listing of a URL: ("glob", the files matching it), ("dir", the files in it)
+    or ("file", [it]), each file with its size and ETag and the names listed beside it
+    (`Listed`); hidden names left out. A glob or a folder costs one LIST request (a
+    folder named without a trailing slash, a HEAD first), a file one HEAD. Raises
+    FileNotFoundError naming the URL when nothing is there."""
+    url = path if isinstance(path, URL) else resolve(path)
+    fsys, inner = _split(url)
+    meter = url.meter
+    try:
+        if has_magic(url):
+            meter.add("list")
+            found = fsys.glob(inner, detail=True)
+            infos = [dict(v, name=k) for k, v in found.items()]
+            kind = "glob"
+        else:
+            if not str(url).endswith("/"):
+                meter.add("head")
+                try:
+                    info = fsys.info(inner)
+                except FileNotFoundError:
+                    info = None
+                if info is not None and info.get("type") != "directory":
+                    size = int(info.get("size") or 0)
+                    return "file", [_url(fsys, inner, url, Listed(size, _etag(info)))]
+                if info is None:
+                    raise FileNotFoundError(f"no such file: {url}")
+            meter.add("list")
+            infos = fsys.ls(inner, detail=True)
+            kind = "dir"
+    except OSError as e:
+        raise _named(e, url, "listing") from None
+    files = [
+        i
+        for i in infos
+        if i.get("type", "file") != "directory" and i["name"].rstrip("/") != inner.rstrip("/")
+    ]
+    beside = {basename(i["name"]): int(i.get("size") or 0) for i in files}
+    out = []
+    for i in sorted(files, key=lambda i: i["name"]):
+        if basename(i["name"]).startswith("."):
+            continue
+        listed = Listed(int(i.get("size") or 0), _etag(i), beside)
+        out.append(_url(fsys, i["name"], url, listed))
+    if kind == "dir" and not out and not infos:
+        meter.add("head")
+        if not fsys.exists(inner):
+            raise FileNotFoundError(f"no such file or folder: {url}")
+    return kind, out
 
 
 # --- reading ---------------------------------------------------------------------------------
 
 
-def open_read(path: Any, *, random: bool = False) -> Any:
+def open_read(path: Any, *, random: bool = False, prefetch: Prefetch | None = None) -> Any:
     """A binary file for reading (readinto, seek, read, close). Local files are unbuffered;
-    remote ones read ahead READ_AHEAD bytes per request (one request per several MiB of a
-    sequential pass), or, with random=True, fetch just what each read asks for."""
+    remote ones are read through ranged GETs of READ_AHEAD bytes, IN_FLIGHT ahead of the
+    reader (those of `prefetch`, a pass over several files, when given), or, with
+    random=True, fetch just what each read asks for."""
     if not is_url(path):
         return builtins.open(path, "rb", buffering=0)
-    fs, inner = _split(path)
+    url = path if isinstance(path, URL) else resolve(path)
     if random:
-        return fs.open(inner, "rb", block_size=0, cache_type="none")
-    return fs.open(inner, "rb", block_size=READ_AHEAD, cache_type="readahead")
+        fsys, inner = _split(url)
+        _meter(url).add("head")
+        try:
+            return fsys.open(inner, "rb", block_size=0, cache_type="none")
+        except OSError as e:
+            raise _named(e, url, "opening") from None
+    if prefetch is None or url not in prefetch.files:
+        prefetch = Prefetch([url])
+    return RangedFile(prefetch, prefetch.files[url])
+
+
+_POOL: tuple[int, Any] | None = None  # (pid, executor): a forked child makes its own
+
+
+def _pool() -> Any:
+    global _POOL
+    if _POOL is None or _POOL[0] != os.getpid():
+        from concurrent.futures import ThreadPoolExecutor
+
+        _POOL = (os.getpid(), ThreadPoolExecutor(GET_THREADS, thread_name_prefix="tfrecnp-get"))
+    return _POOL[1]
+
+
+def _get(url: URL, start: int, stop: int) -> bytes:
+    """Bytes start..stop of a remote file: one ranged GET, counted."""
+    fsys, inner = _split(url)
+    try:
+        data = fsys.cat_file(inner, start=start, end=stop)
+    except Exception as e:
+        raise _named(e, url, f"reading bytes {start}..{stop}") from None
+    url.meter.add("get", 1, len(data))
+    return data
+
+
+class Prefetch:
+    """The ranged GETs of a pass over remote files read one after another, the next
+    file's first ones sent while the last of this one's arrive (sizes from the listing).
+    The bytes in flight ahead of the reader grow with the bytes it has taken, from
+    START_BYTES, at twice the bytes taken, up to IN_FLIGHT ranges of READ_AHEAD: a reader
+    that wants a few records of a file (a spec inferred, a probe) moves a few times what
+    it read, and a pass has its first MiB after one round trip and several large ranges
+    in flight after a few, filling the link."""
+
+    def __init__(self, urls: list[Any]):
+        self.urls = [u if isinstance(u, URL) else resolve(u) for u in urls]
+        self.files = {u: k for k, u in enumerate(self.urls)}
+        self._sizes: dict[int, int] = {}
+        self._lock = threading.Lock()
+        self._taken = 0  # bytes taken by the reader since the pass (re)started
+        self._next = (0, 0)  # the next range to send: (file, start)
+        self._sent: deque = deque()  # ((file, start, stop), future), in order
+
+    def size(self, k: int) -> int:
+        found = self._sizes.get(k)
+        if found is None:
+            found = self._sizes[k] = size(self.urls[k])
+        return found
+
+    def _top_up(self) -> None:
+        """Send ranges (in file order) until as many are in flight as the ramp allows."""
+        window = min(IN_FLIGHT * READ_AHEAD, max(START_BYTES, 2 * self._taken))
+        chunk = min(READ_AHEAD, max(START_BYTES, self._taken // 2))
+        ahead = sum(b - a for (_, a, b), _ in self._sent)
+        while ahead < window and self._next[0] < len(self.urls):
+            k, a = self._next
+            n = self.size(k)
+            if a == 0:  # a head read before (compression sniffed) is not fetched again
+                a = len(cached_head(self.urls[k]) or b"")
+            if a >= n:
+                self._next = (k + 1, 0)
+                continue
+            b = min(n, a + chunk)
+            self._sent.append(((k, a, b), _pool().submit(_get, self.urls[k], a, b)))
+            ahead += b - a
+            self._next = (k, b) if b < n else (k + 1, 0)
+
+    def take(self, k: int, at: int) -> tuple[int, bytes]:
+        """(start, bytes) of a range of file k that holds byte `at`: sent ahead if this is
+        where the pass is, else fetched now (after a seek: the pass resumes from there,
+        its ramp started again)."""
+        head = cached_head(self.urls[k])
+        if head and at < len(head):
+            with self._lock:
+                self._taken += len(head)
+                if self._next < (k, len(head)):
+                    self._next = (k, len(head))
+            return 0, head
+        with self._lock:
+            while self._sent and (self._sent[0][0][0], self._sent[0][0][2]) <= (k, at):
+                self._sent.popleft()[1].cancel()  # passed over: dropped
+            if not self._sent or self._sent[0][0][:2] > (k, at):
+                for _, future in self._sent:
+                    future.cancel()
+                self._sent.clear()
+                self._next, self._taken = (k, at), 0
+            self._top_up()
+            if not self._sent:
+                return at, b""
+            (_, start, stop), future = self._sent.popleft()
+            self._taken += stop - start
+            self._top_up()
+        return start, future.result()
+
+    def close(self) -> None:
+        with self._lock:
+            for _, future in self._sent:
+                future.cancel()
+            self._sent.clear()
+            self._next = (len(self.urls), 0)
+
+
+class RangedFile:
+    """File k of a Prefetch, read front to back (readinto, read, seek, close)."""
+
+    def __init__(self, prefetch: Prefetch, k: int):
+        self.prefetch, self.k = prefetch, k
+        self.pos = 0
+        self.data = memoryview(b"")
+        self.data_at = 0  # the file offset of data[0]
+        self.closed = False
+
+    def readinto(self, out: Any) -> int:
+        out = memoryview(out).cast("B")
+        got = 0
+        while got < len(out):
+            at = self.pos - self.data_at
+            if not 0 <= at < len(self.data):
+                if self.pos >= self.prefetch.size(self.k):
+                    break
+                start, data = self.prefetch.take(self.k, self.pos)
+                if not data:
+                    break
+                self.data, self.data_at = memoryview(data), start
+                continue
+            n = min(len(out) - got, len(self.data) - at)
+            out[got : got + n] = self.data[at : at + n]
+            got += n
+            self.pos += n
+        return got
+
+    def read(self, n: int = -1) -> bytes:
+        if n < 0:
+            n = max(0, self.prefetch.size(self.k) - self.pos)
+        buf = bytearray(n)
+        return bytes(buf[: self.readinto(buf)])
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if whence == 1:
+            offset += self.pos
+        elif whence == 2:
+            offset += self.prefetch.size(self.k)
+        self.pos = offset
+        return offset
+
+    def tell(self) -> int:
+        return self.pos
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True
+        self.data = memoryview(b"")
+
+    def __enter__(self) -> RangedFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def read_ranges(path: Any, starts: list[int], stops: list[int]) -> list[bytes]:
-    """Byte ranges of one remote file, asked for together (concurrent requests where the
-    filesystem is asynchronous, as s3fs and gcsfs are)."""
-    fs, inner = _split(path)
-    got = fs.cat_ranges([inner] * len(starts), starts, stops, on_error="raise")
+    """Byte ranges of one remote file, RANGES_IN_FLIGHT requests at a time (concurrent
+    where the filesystem is asynchronous, as s3fs and gcsfs are); counted, errors naming
+    the URL."""
+    return read_many([path] * len(starts), starts, stops)
+
+
+def read_many(urls: list[Any], starts: list[int], stops: list[int]) -> list[bytes]:
+    """Byte ranges of several remote files on one filesystem (range k of urls[k]),
+    RANGES_IN_FLIGHT requests at a time; counted, errors naming the URL."""
+    if not urls:
+        return []
+    first = urls[0] if isinstance(urls[0], URL) else resolve(urls[0])
+    fsys = first.fs
+    inner = [fsys._strip_protocol(str(u)) for u in urls]
+    got = fsys.cat_ranges(inner, starts, stops, on_error="return", batch_size=RANGES_IN_FLIGHT)
+    for k, data in enumerate(got):
+        if isinstance(data, BaseException):
+            raise _named(data, urls[k], f"reading bytes {starts[k]}..{stops[k]}") from None
+    _meter(first).add("get", len(got), sum(map(len, got)))
     return list(got)
 
 
+_HEADS: OrderedDict = OrderedDict()  # (url, size, etag) -> its first bytes, HEADS_KEPT at most
+_HEADS_LOCK = threading.Lock()
+
+
 def read_head(path: Any, n: int) -> bytes:
-    """The first n bytes of a file (fewer if it is shorter)."""
+    """The first n bytes of a file (fewer if it is shorter). A remote file's first
+    HEAD_BYTES are read (one GET) and kept for the last HEADS_KEPT files: the readers
+    that follow (a spec inferred from the first records, a pass's first range) take
+    them without a request."""
     if not is_url(path):
         with builtins.open(path, "rb") as f:
             return f.read(n)
-    fs, inner = _split(path)
     # A store clips a range past the end, but answers 416 to any range of an empty object
     # (an empty shard, as Beam and Spark write): its size comes from the listing that found
-    # it (cached), or one HEAD, before any bytes are asked for.
-    n = min(n, int(fs.size(inner)))
-    return fs.cat_file(inner, start=0, end=n) if n > 0 else b""
+    # it, or one HEAD, before any bytes are asked for.
+    total = size(path)
+    got = cached_head(path)
+    if got is None or len(got) < min(n, total):
+        m = min(total, max(n, HEAD_BYTES))
+        got = read_ranges(path, [0], [m])[0] if m > 0 else b""
+        with _HEADS_LOCK:
+            _HEADS[_head_key(path)] = got
+            while len(_HEADS) > HEADS_KEPT:
+                _HEADS.popitem(last=False)
+    return got[:n]
+
+
+def _head_key(path: Any) -> tuple:
+    return (str(path), size(path), etag(path))
+
+
+def cached_head(path: Any) -> bytes | None:
+    """A remote file's first bytes as `read_head` kept them (None when not kept, or when
+    its listing gave no ETag to tell a changed object from the one read)."""
+    if etag(path) is None:
+        return None
+    with _HEADS_LOCK:
+        return _HEADS.get(_head_key(path))
 
 
 def read_text(path: Any) -> str:
     if not is_url(path):
         with builtins.open(path, encoding="utf-8") as f:
             return f.read()
-    fs, inner = _split(path)
-    return fs.cat_file(inner).decode("utf-8")
+    return read_bytes(path).decode("utf-8")
+
+
+def read_bytes(path: Any) -> bytes:
+    """A whole file's bytes (one GET for a URL)."""
+    if not is_url(path):
+        with builtins.open(path, "rb") as f:
+            return f.read()
+    url = path if isinstance(path, URL) else resolve(path)
+    fsys, inner = _split(url)
+    try:
+        data = fsys.cat_file(inner)
+    except Exception as e:
+        raise _named(e, url, "reading") from None
+    _meter(url).add("get", 1, len(data))
+    return data
 
 
 def _ask(path: Any, local: Any, method: str) -> Any:
@@ -127,14 +518,30 @@ def _ask(path: Any, local: Any, method: str) -> Any:
     if not is_url(path):
         return local(path)
     fs, inner = _split(path)
+    _meter(path).add("head")
     return getattr(fs, method)(inner)
 
 
 def size(path: Any) -> int:
+    """A file's size; a URL's from its listing when it was listed (no request)."""
+    listed = getattr(path, "listed", None)
+    if listed is not None and listed.exists:
+        return listed.size
     return int(_ask(path, os.path.getsize, "size"))
 
 
+def etag(path: Any) -> str | None:
+    """A listed URL's ETag (None when unknown or local)."""
+    listed = getattr(path, "listed", None)
+    return listed.etag if listed is not None else None
+
+
 def exists(path: Any) -> bool:
+    """Whether a file exists; a URL beside others of one listing (a sidecar) is looked up
+    in that listing (no request)."""
+    listed = getattr(path, "listed", None)
+    if listed is not None and listed.beside is not None:
+        return listed.exists
     return bool(_ask(path, os.path.exists, "exists"))
 
 
@@ -152,8 +559,9 @@ def listdir(path: Any) -> list[str]:
         names = sorted(n for n in os.listdir(path) if not n.startswith("."))
         return [os.path.join(path, n) for n in names]
     fs, inner = _split(path)
+    _meter(path).add("list")
     found = sorted(fs.ls(inner, detail=False))
-    return [_url(fs, p) for p in found if not basename(p).startswith(".") and p != inner]
+    return [_url(fs, p, path) for p in found if not basename(p).startswith(".") and p != inner]
 
 
 def has_magic(path: Any) -> bool:
@@ -164,7 +572,9 @@ def glob(pattern: Any) -> list[str]:
     if not is_url(pattern):
         return sorted(_glob.glob(pattern))
     fs, inner = _split(pattern)
-    return [_url(fs, p) for p in sorted(fs.glob(inner)) if not basename(p).startswith(".")]
+    _meter(pattern).add("list")
+    found = sorted(fs.glob(inner))
+    return [_url(fs, p, pattern) for p in found if not basename(p).startswith(".")]
 
 
 def basename(path: Any) -> str:
@@ -176,19 +586,26 @@ def join(folder: Any, name: str) -> Any:
     if not is_url(folder):
         return os.path.join(folder, name)
     url = folder if isinstance(folder, URL) else resolve(folder)
-    return URL(str(url).rstrip("/") + "/" + name, url.fs)
+    return URL(str(url).rstrip("/") + "/" + name, url.fs, url.meter)
 
 
 def suffixed(path: Any, suffix: str) -> Any:
-    """`path` with `suffix` appended (a sidecar's name), keeping a URL's filesystem."""
+    """`path` with `suffix` appended (a sidecar's name), keeping a URL's filesystem and
+    meter; when `path` was listed with others, what that listing said of the sidecar
+    (whether it exists, its size: `exists` and `size` then send no request)."""
     if isinstance(path, URL):
-        return URL(str(path) + suffix, path.fs)
+        beside = path.listed.beside if path.listed is not None else None
+        name = basename(path) + suffix
+        listed = None
+        if beside is not None:
+            listed = Listed(beside.get(name, 0), None, beside, name in beside)
+        return URL(str(path) + suffix, path.fs, path.meter, listed)
     return os.fspath(path) + suffix
 
 
 def like(path: Any, text: str) -> Any:
     """`text` (a path made from `path` by string work) on `path`'s filesystem."""
-    return URL(text, path.fs) if isinstance(path, URL) else text
+    return URL(text, path.fs, path.meter) if isinstance(path, URL) else text
 
 
 def split(path: Any) -> tuple[Any, str]:
@@ -197,7 +614,7 @@ def split(path: Any) -> tuple[Any, str]:
         return os.path.split(os.path.abspath(path))
     url = path if isinstance(path, URL) else resolve(path)
     folder, _, name = str(url).rstrip("/").rpartition("/")
-    return URL(folder, url.fs), name
+    return URL(folder, url.fs, url.meter), name
 
 
 # --- writing ---------------------------------------------------------------------------------

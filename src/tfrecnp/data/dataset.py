@@ -102,6 +102,13 @@ class Dataset:
         """Damage skipped so far with on_error="skip" / "warn"."""
         return self.source.corruptions
 
+    def stats(self) -> dict[str, int]:
+        """What reading this dataset's files from an object store has cost so far, in this
+        process: {"requests", "bytes" received, and the requests by kind: "get", "list",
+        "head"}; a pass costs the difference before and after it. Zeros for local files."""
+        meter = fs.meter_of(self.paths)
+        return meter.snapshot() if meter else fs.Meter().snapshot()
+
     def close(self) -> None:
         """Close the file handles kept for reads (the next read reopens them). A Dataset
         pickles without them, and after a fork reopens its own."""

@@ -3,12 +3,20 @@ and payload lengths, from header-only scans or `.idx` sidecars), positioned read
 of frames (`os.preadv`, no shared file position; for URLs, ranged requests sent together
 through fsspec's cat_ranges), and a check that what was read is what the index promised.
 
-Remote reads by position merge neighbouring runs across gaps, smallest gaps first, while
-the bytes read stay within three times those asked for plus REMOTE_SLACK: a request costs
-about as much as a few MiB of transfer, so a dense selection (a slice, a shard, a shuffled
-block of a small dataset) costs a few requests per file rather than one per record. A
-sparse one (a shuffled block of a dataset many times the block) still costs about a request
-per run of records: streamed shuffling (shuffle=N) is the remote-friendly way.
+Remote reads by position move what they read: the records are grouped by file and sorted,
+and neighbours share a ranged GET only across a gap of at most REMOTE_GAP bytes, smallest
+gaps first, while the gaps stay within twice the bytes asked for (so a read moves at most
+3x what it asks for); the ranges of every file go out together,
+fs.RANGES_IN_FLIGHT at a time. A dense selection (a slice, a window of shuffled pieces)
+costs a request per run; a sparse one (a 1 % sample) a request per record or two.
+Shuffled passes over remote files (`shuffled_pieces`) read whole pieces of PIECE_BYTES in
+a random order, shuffled within a window of SHUFFLE_WINDOW pieces: an epoch moves the
+dataset's bytes about once.
+
+Remote files are indexed together (`Files.index`: their `.idx` sidecars, as the listing
+found them, fetched GET_THREADS at a time), and each index is kept in a local cache by the
+file's URL, size and ETag (format/index.py `cached_index`); a remote file without a
+sidecar is read whole to index it, with a warning that says so.
 
 GZIP / ZLIB files are read by position through inflate checkpoints (format/inflate_index.py,
 the `gzip` extra): byte ranges of the decompressed stream, which the index's offsets count.
@@ -46,14 +54,21 @@ from ..errors import (
 from ..format import inflate_index
 from ..format.damage import DamagePolicy
 from ..format.frames import HEADER_BYTES, OVERHEAD_BYTES, length_crc_mismatch
-from ..format.index import RecordIndex
+from ..format.index import RecordIndex, cached_index, index_path, remember_index
 from ..format.inflate_index import Checkpoints, Inflated, SpanCache
 from ..format.payloads import LOC_BITS, LOC_MASK, Origins, RecordBatch
 from ..format.reader import RecordReader, file_compression, scan_file, scan_until_damage
 
 RUN_GAP = 4096  # read_rows reads records this close together (in bytes) in one read
 OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at most
-REMOTE_SLACK = 32 << 20  # bytes a remote read by position may read beyond 3x what it needs
+# A remote read by position joins neighbours across gaps of at most REMOTE_GAP bytes (about
+# what a link carries in a round trip, 20 ms at 50 MB/s), while all gaps joined stay within
+# twice the bytes asked for: a read moves at most 3x what it asks for (a 1 % sample, 3 %).
+REMOTE_GAP = 1 << 20
+FREE_GAP = 1 << 10  # ... and across any gap this small (a request's own headers weigh more)
+PIECE_BYTES = 4 << 20  # a shuffled pass over remote files reads pieces of this size ...
+SHUFFLE_WINDOW = 16  # ... in a random order, records shuffled within this many pieces
+INDEX_THREADS = 16  # remote files' indexes fetched this many at once
 
 
 # --- the index of all files ---------------------------------------------------------------
@@ -311,6 +326,8 @@ class Files:
         its damage, which is raised here unless upto_damage (reads of records before it:
         `readable`)."""
         if not self._indexed:
+            if self.remote:
+                self._index_remote()
             parts = [self.file_index(f) for f in range(len(self.paths))]
             with self._lock:
                 if not self._indexed:
@@ -328,6 +345,51 @@ class Files:
         if self._cuts and not upto_damage:
             raise self._cuts[min(self._cuts)]
         return self
+
+    def _index_remote(self) -> None:
+        """Index the remote uncompressed files not yet indexed, INDEX_THREADS at a time:
+        from the local cache (no request), else their sidecars (a GET each, and one for a
+        few frame headers to check it), else read whole (warned: `tfrecnp index` writes
+        sidecars). Each index found is cached by URL, size and ETag."""
+        todo = [
+            f
+            for f in range(len(self.paths))
+            if self._file_index[f] is None and self.kinds[f] is None and fs.is_url(self.paths[f])
+        ]
+        if not todo or not self.damage.raises:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        unsided = [  # (an empty file has nothing to index)
+            self.paths[f]
+            for f in todo
+            if fs.size(self.paths[f]) and not fs.exists(index_path(self.paths[f]))
+        ]
+
+        def one(f: int) -> None:
+            path = self.paths[f]
+            index = cached_index(path)
+            if index is None:
+                index = scan_file(path, compression=None)
+                remember_index(index)
+            with self._lock:
+                if self._file_index[f] is None:
+                    self._file_index[f] = (index.offsets, index.lengths)
+
+        if unsided:
+            import warnings
+
+            names = ", ".join(fs.basename(p) for p in unsided[:4])
+            more = f" and {len(unsided) - 4} more" if len(unsided) > 4 else ""
+            warnings.warn(
+                f"{len(unsided)} remote file{'s' * (len(unsided) != 1)} ({names}{more}) "
+                f"{'has' if len(unsided) == 1 else 'have'} no .idx sidecar: each is read "
+                "whole once to index it (the index then cached "
+                f"locally); `tfrecnp index {fs.split(unsided[0])[0]}/` writes the sidecars",
+                stacklevel=5,
+            )
+        with ThreadPoolExecutor(min(INDEX_THREADS, len(todo))) as pool:
+            list(pool.map(one, todo))
 
     @property
     def indexed(self) -> bool:
@@ -560,7 +622,7 @@ def read_rows(files: Files, ids: np.ndarray) -> RecordBatch:
     gap = files.offsets[uniq[1:]] - ends
     same = which[1:] == which[:-1]
     if files.remote:
-        first, count = _runs(uniq, _cheap_joins(gap, same, files.lengths[uniq].sum()))
+        first, count = _runs(uniq, _cheap_joins(gap, same, int(files.lengths[uniq].sum())))
     else:
         first, count = _runs(uniq, same & (gap >= 0) & (gap <= RUN_GAP))
         if files.lengths[_ranges(first, count)].sum() > 2 * files.lengths[uniq].sum() + (1 << 20):
@@ -578,7 +640,13 @@ def read_rows(files: Files, ids: np.ndarray) -> RecordBatch:
     run_files = files.locate(first)
     bounds = starts[np.append(heads, len(every))]
     run_sizes = np.diff(bounds)
-    for f in np.unique(run_files).tolist():  # a call per file, every plain run of it at once
+    if files.remote and files.seekable:  # every file's ranges sent together
+        plain = np.flatnonzero(~gapped)
+        _read_remote(
+            files, run_files[plain], buf, bounds[plain], run_sizes[plain], offsets[heads[plain]]
+        )
+        run_files = np.where(gapped, run_files, -1)
+    for f in np.unique(run_files[run_files >= 0]).tolist():  # a call per file, its runs at once
         plain = np.flatnonzero((run_files == f) & ~gapped)
         read_runs(files, f, buf, bounds[plain], run_sizes[plain], offsets[heads[plain]])
     for r in np.flatnonzero(gapped).tolist():
@@ -629,14 +697,64 @@ def read_one(files: Files, g: int) -> np.ndarray | None:
 
 
 def _cheap_joins(gap: np.ndarray, same: np.ndarray, asked: int) -> np.ndarray:
-    """Which neighbours a remote read joins: the smallest gaps first (a gap is the bytes
-    read in between), while their total stays within 2 x asked + REMOTE_SLACK bytes."""
-    joins = np.zeros(len(gap), bool)
-    candidates = np.flatnonzero(same & (gap >= 0))
+    """Which neighbours a remote read joins: across gaps of at most FREE_GAP bytes (a
+    gap is the bytes read in between), and of at most REMOTE_GAP, the smallest first,
+    while their total stays within twice the bytes asked for."""
+    joins = same & (gap >= 0) & (gap <= FREE_GAP)
+    candidates = np.flatnonzero(same & (gap > FREE_GAP) & (gap <= REMOTE_GAP))
     order = candidates[np.argsort(gap[candidates], kind="stable")]
-    affordable = np.cumsum(gap[order]) <= 2 * asked + REMOTE_SLACK
+    affordable = np.cumsum(gap[order]) <= 2 * asked
     joins[order[affordable]] = True
     return joins
+
+
+def _read_remote(
+    files: Files,
+    which: np.ndarray,
+    buf: np.ndarray,
+    at: np.ndarray,
+    sizes: np.ndarray,
+    offsets: np.ndarray,
+) -> None:
+    """`read_runs` for runs of several remote uncompressed files (run k of file which[k]):
+    one batch of ranged GETs for all of them, fs.RANGES_IN_FLIGHT in flight."""
+    view = memoryview(buf)
+    order = np.argsort(which, kind="stable")
+    for f in np.unique(which).tolist():
+        files.file_index(f)  # indexed before any GET: cut_short names records by it
+    urls = [files.paths[f] for f in which[order].tolist()]
+    got = fs.read_many(urls, offsets[order].tolist(), (offsets + sizes)[order].tolist())
+    for k, data in zip(order.tolist(), got, strict=True):
+        a, n = int(at[k]), int(sizes[k])
+        if len(data) != n:
+            raise files.cut_short(int(which[k]), int(offsets[k]) + len(data))
+        view[a : a + n] = data
+
+
+def shuffled_pieces(
+    files: Files, start: int, stop: int, rng: np.random.Generator
+) -> Iterator[np.ndarray]:
+    """Global record numbers start..stop for a shuffled pass over remote files, a window
+    at a time: each file cut into pieces of about PIECE_BYTES of whole records, the
+    pieces in a random order, the records of SHUFFLE_WINDOW pieces at a time shuffled
+    together. Every record comes once; `read_rows` of a window sends a GET per piece."""
+    files.index()
+    bounds = []
+    for f in range(len(files.paths)):
+        lo, hi = max(start, int(files.firsts[f])), min(stop, int(files.firsts[f + 1]))
+        if lo >= hi:
+            continue
+        ends = np.cumsum(files.lengths[lo:hi] + OVERHEAD_BYTES)
+        cuts = np.searchsorted(ends, np.arange(PIECE_BYTES, int(ends[-1]), PIECE_BYTES))
+        edges = np.unique(np.concatenate([[0], cuts + 1, [hi - lo]]).clip(0, hi - lo))
+        pairs = zip(edges[:-1].tolist(), edges[1:].tolist(), strict=True)
+        bounds += [(lo + a, lo + b) for a, b in pairs]
+    order = rng.permutation(len(bounds))
+    for w in range(0, len(order), SHUFFLE_WINDOW):
+        ids = np.concatenate(
+            [np.arange(*bounds[k], dtype=np.int64) for k in order[w : w + SHUFFLE_WINDOW]]
+        )
+        yield ids[rng.permutation(len(ids))]
 
 
 def _runs(uniq: np.ndarray, joins: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -49,7 +49,7 @@ from .blocks import (
     shuffle_records,
 )
 from .dataset import Batch, Dataset, _nbytes
-from .files import Files, read_one, read_rows, read_span, verified_rows
+from .files import Files, read_one, read_rows, read_span, shuffled_pieces, verified_rows
 from .gather import gather, gather_range, rebatch
 from .source import IN_ORDER, Shuffle, Source
 
@@ -388,7 +388,12 @@ class RecordSource(Source):
         rng = shuffle.rng()
         if shuffle.kind == "all":
             a, b = self.span(start, stop)
-            order = a + rng.permutation(b - a)
+            if self.files.remote:  # whole pieces in a random order (files.shuffled_pieces)
+                order = np.concatenate(
+                    [np.empty(0, np.int64), *shuffled_pieces(self.files, a, b, rng)]
+                )
+            else:
+                order = a + rng.permutation(b - a)
             picks: Iterator[np.ndarray] = (
                 order[x : x + block] for x in range(0, len(order), block)
             )
@@ -551,12 +556,16 @@ class RecordSource(Source):
         order (neighbours in one read) and gathered into the permuted order."""
         self.files.require_seek("batches(shuffle=True)")
         start, stop = self.span(start, stop)
-        order = start + rng.permutation(stop - start)
-        reads = block * SHUFFLE_READ_BLOCKS  # a denser pick reads fewer bytes per record
+        if self.files.remote:  # whole pieces in a random order (files.shuffled_pieces)
+            groups = shuffled_pieces(self.files, start, stop, rng)
+        else:
+            order = start + rng.permutation(stop - start)
+            reads = block * SHUFFLE_READ_BLOCKS  # a denser pick reads fewer bytes per record
+            groups = (order[a : a + reads] for a in range(0, len(order), reads))
 
         def picked() -> Iterator[RecordBatch]:
-            for a in range(0, len(order), reads):
-                frames = read_rows(self.files, order[a : a + reads])
+            for ids in groups:
+                frames = read_rows(self.files, ids)
                 for b in range(0, len(frames), block):
                     sel = np.arange(b, min(b + block, len(frames)))
                     yield gather(self.files, [(frames, sel)])

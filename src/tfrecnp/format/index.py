@@ -5,11 +5,18 @@ agree with it; otherwise it is ignored (with a warning) and the file is rescanne
 
 The sidecar of a GZIP / ZLIB file counts offsets in its decompressed stream; it is trusted
 only beside a checkpoint sidecar (format/inflate_index.py) that matches the file and whose
-decompressed size it tiles, with a few headers read through those checkpoints."""
+decompressed size it tiles, with a few headers read through those checkpoints.
+
+The index of a file in a bucket is kept in a local cache (`cached_index`, under
+$TFRECNP_CACHE, else ~/.cache/tfrecnp), keyed by its URL, size and ETag as its listing gave
+them: opening it again costs no request for its index, and a changed object (another
+ETag or size) is never taken for the old one."""
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import warnings
 from dataclasses import dataclass
 
@@ -102,17 +109,74 @@ def _ignore_index(index_file: str, path: str) -> None:
 
 
 def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
-    """Spot-check an index against its file (a few header reads): the first, middle and last
-    indexed frames must start with a header whose length CRC checks and whose length agrees."""
-    with fs.open_read(path, random=True) as f:
-        for i in sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else ():
-            f.seek(int(offsets[i]))
-            head = f.read(HEADER_BYTES)
-            if not is_frame_header(head):
-                return False
-            if int.from_bytes(head[:LENGTH_BYTES], "little") != frames[i] - OVERHEAD_BYTES:
-                return False
+    """Spot-check an index against its file (a few header reads, together): the first,
+    middle and last indexed frames must start with a header whose length CRC checks and
+    whose length agrees."""
+    picks = sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else []
+    starts = [int(offsets[i]) for i in picks]
+    if fs.is_url(path):
+        heads = fs.read_ranges(path, starts, [a + HEADER_BYTES for a in starts])
+    else:
+        with fs.open_read(path) as f:
+            heads = []
+            for a in starts:
+                f.seek(a)
+                heads.append(f.read(HEADER_BYTES))
+    for i, head in zip(picks, heads, strict=True):
+        if not is_frame_header(head):
+            return False
+        if int.from_bytes(head[:LENGTH_BYTES], "little") != frames[i] - OVERHEAD_BYTES:
+            return False
     return True
+
+
+def cache_folder() -> str:
+    """Where indexes of files in buckets are cached: $TFRECNP_CACHE, else
+    $XDG_CACHE_HOME/tfrecnp (~/.cache/tfrecnp)."""
+    found = os.environ.get("TFRECNP_CACHE")
+    if found:
+        return found
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tfrecnp")
+
+
+def _cache_file(path: str) -> str | None:
+    """The cache file of a listed URL's index (None without an ETag to key it by)."""
+    tag = fs.etag(path)
+    if tag is None or not fs.is_url(path):
+        return None
+    key = hashlib.sha256(f"{path}\0{fs.size(path)}\0{tag}".encode()).hexdigest()[:32]
+    return os.path.join(cache_folder(), "index", key + ".npy")
+
+
+def cached_index(path: str) -> RecordIndex | None:
+    """The index of a remote file cached for its URL, size and ETag, or None."""
+    file = _cache_file(path)
+    if file is None or not os.path.exists(file):
+        return None
+    try:
+        table = np.load(file, allow_pickle=False)
+    except (OSError, ValueError):
+        return None
+    if table.ndim != 2 or table.shape[0] != 2 or table.dtype != np.int64:
+        return None
+    return RecordIndex(path, table[0].copy(), table[1].copy())
+
+
+def remember_index(index: RecordIndex) -> None:
+    """Cache a remote file's index by its URL, size and ETag (nothing when it has no ETag,
+    or the cache cannot be written: the index is then fetched again next time)."""
+    file = _cache_file(index.path)
+    if file is None:
+        return
+    try:
+        os.makedirs(os.path.dirname(file), exist_ok=True)
+        tmp = f"{file}.tmp-{os.getpid()}"
+        with open(tmp, "wb") as f:
+            np.save(f, np.stack([index.offsets, index.lengths]).astype(np.int64))
+        os.replace(tmp, file)
+    except OSError:
+        pass
 
 
 def _inflated_agrees(path: str, offsets: np.ndarray, frames: np.ndarray, end: int) -> bool:

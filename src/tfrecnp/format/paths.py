@@ -76,13 +76,24 @@ def list_files(
             f, s = list_files(p, storage_options)
             found += f
             passed += s
+        found = fs.one_meter(found)  # a dataset of several URLs counts its requests once
         if not found and not passed:
             raise FileNotFoundError("the list of paths is empty")
         if not found:
             raise FileNotFoundError(_nothing_left(passed))
         return found, passed
     path = fs.resolve(paths, storage_options)
-    if fs.isdir(path):
+    folder = False
+    if fs.size_known(path):  # a file listed before (by the caller's expand_paths)
+        return [path], []
+    if fs.is_url(path):  # one listing: sizes and ETags from it, no request per file
+        kind, candidates = fs.listing(path)
+        if kind == "file":
+            return candidates, []
+        folder = kind == "dir"
+        what = f"the files matching {path}" if kind == "glob" else f"directory {path}"
+        none = f"no files match {path}" if kind == "glob" else f"directory {path} holds no files"
+    elif folder := fs.isdir(path):
         candidates = fs.listdir(path)
         what, none = f"directory {path}", f"directory {path} holds no files"
     elif fs.has_magic(path):
@@ -94,14 +105,14 @@ def list_files(
         return [path], []
     found, passed = [], []
     for c in candidates:
-        if c.endswith(INDEX_SUFFIX) or not fs.isfile(c):
+        if c.endswith(INDEX_SUFFIX) or not (fs.is_url(c) or fs.isfile(c)):
             continue
         why = _not_records(c, look=not fs.is_url(c))  # remote: by name (a request each)
         (passed.append((c, why)) if why else found.append(c))
     if not found:
         if not passed:
             raise FileNotFoundError(none)
-        kind = what_is(path) if fs.isdir(path) else None
+        kind = what_is(path) if folder else None
         if kind is not None and kind != "it is a folder":  # a Zarr store, not a folder of shards
             what = f"{path} {kind.removeprefix('it ')}"
         raise FileNotFoundError(f"{what}: {_nothing_left(passed)}")

@@ -60,6 +60,7 @@ __all__ = [
 
 CHUNK_BYTES = 1 << 20  # read-buffer size; grows only to hold one larger record
 STREAM_BYTES = 8 << 20  # batches this large bypass the caches when filled (see gather)
+REMOTE_FIRST_READ = 64 << 10  # a remote stream's first read (see _Stream.read_size)
 SEEK_READ_BYTES = 4096  # a header-only scan reads this much after each jump over a payload
 SEEK_GAP = 64 << 10  # ... over payloads this long; shorter ones are read through, in chunks
 ITER_BYTES = 4 << 20  # iterating records reads batches of about this many bytes ...
@@ -87,9 +88,10 @@ class _Stream:
     read front to back through a decompressor.
     """
 
-    def __init__(self, path: str, compression: str | None, spares: Spares | None = None):
+    def __init__(self, path: str, compression: str | None, spares: Spares | None = None, raw=None):
         self.path = path
-        self.raw = fs.open_read(path)  # closed by close(); remote files read ahead MiBs
+        # closed by close(); remote files are read by ranged GETs sent ahead (fs.Prefetch)
+        self.raw = fs.open_read(path) if raw is None else raw
         self.remote = fs.is_url(path)
         self.compression = compression
         if compression is not None:
@@ -108,7 +110,9 @@ class _Stream:
         # (lent), the stream continues in another buffer, from spares.
         self.keep: int | None = None
         self.lent = False
-        self.read_size = CHUNK_BYTES  # bytes read at a time, past what is needed
+        # bytes read at a time, past what is needed; a remote stream starts small and
+        # doubles them with each read (a probe of a few records moves little of the file)
+        self.read_size = REMOTE_FIRST_READ if self.remote else CHUNK_BYTES
         self.spares = spares
         self.damage: Exception | None = None  # why a compressed stream stopped early
 
@@ -127,6 +131,8 @@ class _Stream:
         never make it allocate more than the bytes that remain.
         """
         want = max(need, self.read_size if read_size is None else read_size)
+        if self.remote and read_size is None:
+            self.read_size = min(CHUNK_BYTES, 2 * self.read_size)
         if self.size is not None:  # never read past the end of the file
             want = min(want, self.size - self.base - self.start)
         if self.lent or self.start + want > len(self.buf):  # drop what was walked
@@ -272,38 +278,67 @@ class RecordReader:
         copied = isinstance(batch, _BatchBuilder)
         if copied:  # bytes the files after each one hold, to size batch buffers by
             later = np.cumsum([_size_or_zero(p) for p in reversed(self.paths)])[::-1].tolist()
+        prefetch = self._prefetch()
         try:
             for k, path in enumerate(self.paths):
                 if copied:
                     batch.later_bytes = later[k + 1] if k + 1 < len(later) else 0
-                yield from self._walk(path, batch)
+                yield from self._walk(path, batch, prefetch)
                 if not copied and batch.n:
                     yield batch.take()
         except CorruptRecordError:
             if batch.n:  # the good records before the damage come out first, as in TensorFlow
                 yield batch.take()
             raise
+        finally:
+            if prefetch is not None:
+                prefetch.close()
         if batch.n:
             yield batch.take()
 
+    def _prefetch(self) -> fs.Prefetch | None:
+        """The ranged GETs of a pass over these files, when they are remote: sent ahead of
+        the walk, across files (see fs.Prefetch)."""
+        remote = [p for p in self.paths if fs.is_url(p)]
+        return fs.Prefetch(remote) if remote else None
+
     def indexes(self) -> Iterator[RecordIndex]:
         """One RecordIndex per file, from a scan that reads only frame headers where it can."""
-        for path in self.paths:
-            heads = _Headers(1 << 16)
-            for _ in self._walk(path, heads):
-                pass
-            yield RecordIndex(path, *heads.arrays())
+        prefetch = self._prefetch()
+        try:
+            for path in self.paths:
+                heads = _Headers(1 << 16)
+                for _ in self._walk(path, heads, prefetch):
+                    pass
+                yield RecordIndex(path, *heads.arrays())
+        finally:
+            if prefetch is not None:
+                prefetch.close()
 
-    def _walk(self, path: str, sink: _BatchBuilder | _FrameBuilder | _Headers):
+    def _walk(
+        self,
+        path: str,
+        sink: _BatchBuilder | _FrameBuilder | _Headers,
+        prefetch: fs.Prefetch | None = None,
+    ):
         """For one file: fills the batch `sink`, yielding it whenever it is full, or
-        collects frame offsets and lengths into `sink` from a header-only walk."""
-        compression = (
-            file_compression(path, self.compression)
-            if self.compression == "auto"
-            else self.compression
-        )
+        collects frame offsets and lengths into `sink` from a header-only walk. A remote
+        file's compression is judged from the first bytes its stream reads (no request
+        of its own)."""
+        compression, raw = self.compression, None
+        if compression == "auto" and fs.is_url(path):
+            raw = fs.open_read(path, prefetch=prefetch)
+            compression = detect_compression(raw.read(HEADER_BYTES))
+            raw.seek(0)
+        elif compression == "auto":
+            compression = file_compression(path, compression)
+        elif fs.is_url(path):
+            raw = fs.open_read(path, prefetch=prefetch)
         stream = _Stream(
-            path, compression, spares=sink.spares if isinstance(sink, _FrameBuilder) else None
+            path,
+            compression,
+            spares=sink.spares if isinstance(sink, _FrameBuilder) else None,
+            raw=raw,
         )
         try:
             yield from _walk_stream(self, stream, sink)
