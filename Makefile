@@ -63,7 +63,8 @@ docs: $(VENV)/.docs-deps $(VENV)/.built
 # `make wheel`: a manylinux wheel in $(DIST)/. `python -m build` makes the sdist, then the wheel
 # from it in an isolated build environment (so the sdist is proven complete, and build/ of the
 # in-place core is never touched); `auditwheel repair` (patchelf) checks the wheel needs no
-# library beyond manylinux's and gives it the manylinux tag. `make sdist`: the sdist alone.
+# library beyond manylinux's, gives it the manylinux tag and strips the debug symbols (4.2 MB ->
+# 1.1 MB). `make sdist`: the sdist alone.
 DIST ?= dist
 $(VENV)/.release-deps: | $(PY)
 	$(PIP) install "build>=1.2" "auditwheel>=6.1" "patchelf>=0.17"
@@ -72,7 +73,7 @@ $(VENV)/.release-deps: | $(PY)
 wheel: $(VENV)/.release-deps
 	rm -rf build/wheel
 	$(PY) -m build --outdir build/wheel .
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m auditwheel repair --wheel-dir $(DIST) \
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m auditwheel repair --strip --wheel-dir $(DIST) \
 		build/wheel/*.whl
 
 sdist: $(VENV)/.release-deps
