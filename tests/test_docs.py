@@ -27,6 +27,12 @@ def test_every_public_name_has_a_page_in_the_api_reference():
     assert not missing, f"add `::: tfrecnp.NAME` for {missing} to a page of docs/api/"
 
 
+def test_every_public_name_has_a_docstring_of_its_own():
+    for name in set(tfrecnp.__all__) - {"__version__"}:  # (a str: its docstring is str's)
+        obj = getattr(tfrecnp, name)
+        assert obj.__doc__ and obj.__doc__.strip(), f"tfrecnp.{name} has no docstring"
+
+
 def test_the_reference_names_only_what_exists():
     for name in reference_names():
         if name not in tfrecnp.__all__:  # a public module: tfrecnp.framing, tfrecnp.ray
