@@ -7,10 +7,15 @@ array-record returning serialized bytes only:
 
 - random ``ds[i]`` against ``ArrayRecordDataSource[i]``, one record per call;
 - ``ds[list]`` of 1024 random indices against ``ArrayRecordReader.read(indices)``;
-- a sequential pass, ``ds.batches(1024)`` against ``ArrayRecordReader.read_all()``.
+- a sequential pass, ``ds.batches(1024)`` against ``ArrayRecordReader.read_all()``;
+- TFRecord -> ArrayRecord: ``tn.convert`` against array-record's ``ArrayRecordWriter`` fed
+  by tf.data (``TFRecordDataset``, ``.numpy()``, ``writer.write``), the same group size and
+  zstd:3, in records/s of the conversion (the tf.data side in a subprocess that imports
+  TensorFlow before its clock starts and converts the first 1000 records once untimed).
 
-The sides run in one process, round-robin (`common.interleaved`); medians of --runs rounds.
-Files are written once into bench-data/ and read from the page cache.
+The reading sides run in one process, round-robin (`common.interleaved`); medians of --runs
+rounds. The conversion alternates ours and the subprocess's one run per round. Files are
+written once into bench-data/ and read from the page cache.
 
     python benchmarks/run.py arrayrecord [--runs N] [--quick]
 
@@ -35,12 +40,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import DATA_DIR, format_rate, interleaved, warm_page_cache
+from common import DATA_DIR, format_rate, interleaved, peer_report, run_peer, warm_page_cache
 
 GROUPS = (1, 65536)
 RECORDS = 400_000
@@ -93,7 +99,74 @@ def _write(path: Path, n: int, group: int) -> Path:
     return path
 
 
+def _write_tfrecord(path: Path, n: int) -> Path:
+    """The same records as `_write`'s, in a TFRecord file (the conversion's source)."""
+    if path.exists():
+        return path
+    import tfrecnp as tn
+
+    rng = np.random.default_rng(0)
+    tmp = path.with_suffix(".tmp")
+    with tn.RecordWriter(str(tmp)) as w:
+        for i in range(n):
+            w.write(_example(i, rng))
+    tmp.rename(path)
+    return path
+
+
+def peer_convert(argv: list[str]) -> int:
+    """Subprocess side: TFRecord -> ArrayRecord through tf.data and ArrayRecordWriter, once
+    untimed on the first 1000 records, then once timed; one JSON line."""
+    import array_record.python.array_record_module as arm
+    import tensorflow as tf
+
+    src, dst, group = argv[0], argv[1], int(argv[2])
+
+    def convert(take: int) -> int:
+        writer = arm.ArrayRecordWriter(dst, f"group_size:{group},zstd:3")
+        n = 0
+        for record in tf.data.TFRecordDataset(src).take(take):
+            writer.write(record.numpy())
+            n += 1
+        writer.close()
+        return n
+
+    convert(1000)
+    t0 = time.perf_counter()
+    n = convert(-1)
+    peer_report([time.perf_counter() - t0], n)
+    return 0
+
+
+def bench_convert(n: int, group: int, runs: int) -> tuple[float, float] | None:
+    """(ours, tf.data + ArrayRecordWriter) in records/s, medians of runs alternated."""
+    import tfrecnp as tn
+
+    src = _write_tfrecord(DATA_DIR / f"arrayrecord-{n}.tfrecord", n)
+    warm_page_cache(src)
+    ours_out = DATA_DIR / f"arrayrecord-convert-ours-g{group}.array_record"
+    theirs_out = DATA_DIR / f"arrayrecord-convert-theirs-g{group}.array_record"
+    ours, theirs = [], []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        got = tn.convert(str(src), str(ours_out), group_size=group, progress=False)
+        ours.append(time.perf_counter() - t0)
+        if got.records != n:
+            raise AssertionError(f"tn.convert wrote {got.records} records, not {n}")
+        out = run_peer(Path(__file__), [str(src), str(theirs_out), group], flag="--convert")
+        if "skip" in out:
+            print(f"  note: the tf.data + ArrayRecordWriter side skipped: {out['skip']}")
+            return None
+        if out["records"] != n:
+            raise AssertionError(f"tf.data + ArrayRecordWriter wrote {out['records']}, not {n}")
+        theirs += out["seconds"]
+    return n / statistics.median(ours), n / statistics.median(theirs)
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--convert"]:
+        return peer_convert(argv[1:])
     parser = argparse.ArgumentParser(prog="bench_arrayrecord", description=__doc__)
     parser.add_argument("--runs", type=int, default=5, help="rounds (default: %(default)s)")
     parser.add_argument("--quick", action="store_true", help="a tenth of the records and calls")
@@ -163,6 +236,11 @@ def main(argv: list[str] | None = None) -> int:
         ds.source.close()
         reader.close()
         seq.close()
+        rates = bench_convert(n, group, runs)
+        if rates is not None:
+            a, b = rates
+            label = "convert TFRecord / tf.data+Writer"
+            print(f"{group:>6} {label:<34} {format_rate(a):>14} {format_rate(b):>13} {a / b:>6.2f}")
     return 0
 
 
