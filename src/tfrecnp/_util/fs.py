@@ -358,11 +358,17 @@ class Prefetch:
         return start, future.result()
 
     def close(self) -> None:
+        """Cancel the ranges not yet sent and wait for those on their way (at most the
+        window's bytes): nothing is fetched for a pass once it is closed."""
+        from concurrent.futures import wait
+
         with self._lock:
             for _, future in self._sent:
                 future.cancel()
+            running = [future for _, future in self._sent]
             self._sent.clear()
             self._next = (len(self.urls), 0)
+        wait(running)
 
 
 class RangedFile:
@@ -546,10 +552,14 @@ def exists(path: Any) -> bool:
 
 
 def isdir(path: Any) -> bool:
+    if size_known(path):  # listed as a file
+        return False
     return bool(_ask(path, os.path.isdir, "isdir"))
 
 
 def isfile(path: Any) -> bool:
+    if size_known(path):
+        return True
     return bool(_ask(path, os.path.isfile, "isfile"))
 
 
@@ -560,8 +570,18 @@ def listdir(path: Any) -> list[str]:
         return [os.path.join(path, n) for n in names]
     fs, inner = _split(path)
     _meter(path).add("list")
-    found = sorted(fs.ls(inner, detail=False))
-    return [_url(fs, p, path) for p in found if not basename(p).startswith(".") and p != inner]
+    infos = sorted(fs.ls(inner, detail=True), key=lambda i: i["name"])
+    files = [i for i in infos if i.get("type", "file") != "directory"]
+    beside = {basename(i["name"]): int(i.get("size") or 0) for i in files}
+    out = []
+    for i in infos:  # files with what the listing said of them (no request to size them)
+        name = i["name"].rstrip("/")
+        if basename(name).startswith(".") or name == inner.rstrip("/"):
+            continue
+        directory = i.get("type", "file") == "directory"
+        listed = None if directory else Listed(int(i.get("size") or 0), _etag(i), beside)
+        out.append(_url(fs, name, path, listed))
+    return out
 
 
 def has_magic(path: Any) -> bool:

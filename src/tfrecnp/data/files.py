@@ -699,11 +699,11 @@ def read_one(files: Files, g: int) -> np.ndarray | None:
 def _cheap_joins(gap: np.ndarray, same: np.ndarray, asked: int) -> np.ndarray:
     """Which neighbours a remote read joins: across gaps of at most FREE_GAP bytes (a
     gap is the bytes read in between), and of at most REMOTE_GAP, the smallest first,
-    while their total stays within twice the bytes asked for."""
+    while all gaps joined stay within twice the bytes asked for."""
     joins = same & (gap >= 0) & (gap <= FREE_GAP)
     candidates = np.flatnonzero(same & (gap > FREE_GAP) & (gap <= REMOTE_GAP))
     order = candidates[np.argsort(gap[candidates], kind="stable")]
-    affordable = np.cumsum(gap[order]) <= 2 * asked
+    affordable = np.cumsum(gap[order]) <= 2 * asked - int(gap[joins].sum())
     joins[order[affordable]] = True
     return joins
 

@@ -1,0 +1,300 @@
+"""Buckets at the link's speed (issue 37), against a real S3 server (moto's, on 127.0.0.1):
+what a pass, a sample and a shuffled epoch send to the store, counted request by request
+as the server is sent them (botocore's before-send event), and what they give back, which
+must equal the local files'. Sizes that tune the requests (ranges, pieces) are set small
+here so that a few MB of data cross many of them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tfrecnp as tn
+from tfrecnp._util import fs
+from tfrecnp.data import files as files_module
+from tfrecnp.format.index import index_path
+
+N = 20_000
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """Indexes of remote files are cached in this test's folder, not the user's."""
+    monkeypatch.setenv("TFRECNP_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def small_ranges(monkeypatch):
+    """Ranged GETs of 64 KiB (a pass over 2 MB crosses dozens), 16 KiB heads, 256 KiB
+    shuffle pieces."""
+    monkeypatch.setattr(fs, "READ_AHEAD", 64 << 10)
+    monkeypatch.setattr(fs, "START_BYTES", 16 << 10)
+    monkeypatch.setattr(fs, "HEAD_BYTES", 16 << 10)
+    monkeypatch.setattr(files_module, "PIECE_BYTES", 256 << 10)
+    monkeypatch.setattr(files_module, "SHUFFLE_WINDOW", 3)
+
+
+class Sent:
+    """The requests a test's S3 client sends, as the server gets them."""
+
+    def __init__(self, s3):
+        self.log: list[tuple[str, str, int, int, bool]] = []  # method, key, start, stop, list
+        s3.fs.s3.meta.events.register("before-send.s3", self._note)
+        self.bucket = s3.bucket
+
+    def _note(self, request, **_):
+        from urllib.parse import urlparse
+
+        url = urlparse(request.url)
+        key = url.path.split(f"/{self.bucket}", 1)[-1].lstrip("/")
+        listing = "list-type" in url.query or (request.method == "GET" and not key)
+        rng = request.headers.get("Range")
+        start = stop = -1
+        if rng:
+            a, b = (rng.decode() if isinstance(rng, bytes) else rng).split("=")[1].split("-")
+            start, stop = int(a), int(b) + 1
+        self.log.append((request.method, key, start, stop, listing))
+
+    def mark(self) -> int:
+        return len(self.log)
+
+    def since(self, mark: int) -> list[tuple[str, str, int, int, bool]]:
+        return self.log[mark:]
+
+
+def _columns(n: int = N, seed: int = 0) -> dict:
+    rng = np.random.default_rng(seed)
+    lengths = rng.integers(0, 12, n)
+    return {
+        "label": np.arange(n, dtype=np.int64),
+        "x": rng.standard_normal((n, 16)).astype(np.float32),
+        "tokens": tn.Ragged.from_lengths(rng.integers(0, 1000, int(lengths.sum())), lengths),
+    }
+
+
+def _same(a: dict, b: dict) -> None:
+    assert sorted(a) == sorted(b)
+    for name in a:
+        x, y = a[name], b[name]
+        if isinstance(x, tn.Ragged):
+            np.testing.assert_array_equal(x.values, y.values)
+            np.testing.assert_array_equal(x.row_splits, y.row_splits)
+        else:
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+@pytest.fixture
+def shards(tmp_path):
+    """Four local shards of N records (about 2.6 MB) with .idx sidecars."""
+    (tmp_path / "local").mkdir()
+    out = tn.write(
+        tmp_path / "local" / "data.tfrecord",
+        _columns(),
+        records_per_shard=N // 4,
+        index=True,
+        progress=False,
+    )
+    return out.paths
+
+
+def _upload(s3, paths, folder: str, sidecars: bool = True) -> int:
+    """Put the shards (and their sidecars) under folder/; returns their bytes."""
+    total = 0
+    for p in paths:
+        name = p.rsplit("/", 1)[-1]
+        s3.fs.put_file(p, s3.url(f"{folder}/{name}"))
+        if sidecars:
+            s3.fs.put_file(index_path(p), s3.url(f"{folder}/{name}.idx"))
+        total += fs.size(p)
+    return total
+
+
+def test_a_pass_lists_once_sends_no_head_and_moves_the_files_once(s3, shards, small_ranges):
+    total = _upload(s3, shards, "seq")
+    sent = Sent(s3)
+    local = tn.open(shards)
+    mark = sent.mark()
+    ds = tn.open(s3.url("seq/"), storage_options=s3.options)
+    opened = sent.since(mark)
+    assert [r for r in opened if r[4]] == [opened[0]]  # one listing
+    assert not [r for r in opened if r[0] == "HEAD"]
+    before, mark = ds.stats(), sent.mark()
+    got = list(ds.batches(1000))
+    pass_ = sent.since(mark)
+    after = ds.stats()
+    for a, b in zip(local.batches(1000), got, strict=True):
+        _same(a, b)
+    assert not [r for r in pass_ if r[4] or r[0] == "HEAD"]  # no LIST, no HEAD
+    gets = [r for r in pass_ if r[0] == "GET" and r[2] >= 0]
+    assert len(gets) == len(pass_) > 4 * 3  # many ranges: 64 KiB each here
+    # each byte of the files read once by the pass (the probe of the first records aside)
+    moved = sum(stop - start for _, _, start, stop, _ in gets)
+    assert total <= moved <= 1.1 * total
+    for p in shards:  # each file's first bytes: read at open, once (never again)
+        key = "seq/" + p.rsplit("/", 1)[-1]
+        heads = [r for r in opened + pass_ if r[1] == key and r[2] == 0]
+        assert len(heads) == 1, heads
+    # ds.stats() counts what the server was sent
+    assert after["requests"] - before["requests"] == len(pass_)
+    assert after["bytes"] - before["bytes"] == moved
+    assert after["list"] == 1 and after["head"] == 0
+
+
+def test_a_warm_filesystem_reopens_with_one_listing_at_most(s3, shards):
+    _upload(s3, shards, "warm")
+    tn.open(s3.url("warm/"), storage_options=s3.options).to_numpy()
+    sent = Sent(s3)
+    mark = sent.mark()
+    ds = tn.open(s3.url("warm/"), storage_options=s3.options)
+    assert len(ds) == N
+    again = sent.since(mark)
+    assert sum(r[4] for r in again) <= 1 and not [r for r in again if r[0] == "HEAD"]
+    assert not [r for r in again if r[1].endswith(".idx")]  # indexes from the local cache
+
+
+def test_random_access_moves_what_it_reads(s3, shards):
+    total = _upload(s3, shards, "rand")
+    local = tn.open(shards)
+    ds = tn.open(s3.url("rand/"), storage_options=s3.options)
+    assert len(ds) == N
+    sent = Sent(s3)
+    rng = np.random.default_rng(7)
+    sample = rng.choice(N, N // 100, replace=False)
+    mark = sent.mark()
+    _same(ds[sample], local[sample])
+    reads = sent.since(mark)
+    moved = sum(stop - start for _, _, start, stop, _ in reads)
+    asked = sum(int(local.source.files.lengths[i]) + 16 for i in sample)
+    assert asked <= moved <= 3 * asked <= 0.03 * total  # a 1 % sample: at most 3 % of it
+    assert len(reads) <= len(sample)
+    # the batched fetch of PyTorch's DataLoader and grain, and one record
+    picks = rng.choice(N, 256, replace=False).tolist()
+    mark = sent.mark()
+    _same(ds.__getitems__(picks).columns, local[picks])
+    moved = sum(stop - start for _, _, start, stop, _ in sent.since(mark))
+    assert moved <= 3 * sum(int(local.source.files.lengths[i]) + 16 for i in picks)
+    one = ds[12345]
+    assert int(one["label"]) == 12345
+    np.testing.assert_array_equal(one["x"], local[12345]["x"])
+    # a dense read (a slice) is a few ranges, not one per record
+    mark = sent.mark()
+    _same(ds[4000:6000], local[4000:6000])
+    assert len(sent.since(mark)) <= 2
+
+
+def test_shuffle_true_reads_pieces_and_moves_the_dataset_once(s3, shards, small_ranges):
+    total = _upload(s3, shards, "shuf")
+    ds = tn.open(s3.url("shuf/"), storage_options=s3.options)
+    local = tn.open(shards)
+    len(ds)
+    sent = Sent(s3)
+    mark = sent.mark()
+    batches = list(ds.batches(500, shuffle=True, seed=3))
+    reads = sent.since(mark)
+    labels = np.concatenate([b["label"] for b in batches])
+    assert sorted(labels.tolist()) == list(range(N))  # every record once
+    assert labels.tolist() != list(range(N))
+    assert np.abs(np.diff(labels)).mean() > 100  # mixed across pieces, not in file order
+    for b in batches[:3]:  # each record's values are its own
+        _same(b, local[b["label"]])
+    moved = sum(stop - start for _, _, start, stop, _ in reads)
+    assert moved <= 1.1 * total
+    assert len(reads) <= total // (256 << 10) + 2 * len(shards)  # about one GET per piece
+    again = np.concatenate([b["label"] for b in ds.batches(500, shuffle=True, seed=3)])
+    np.testing.assert_array_equal(again, labels)  # a seed gives one order
+    other = np.concatenate([b["label"] for b in ds.batches(500, shuffle=True, seed=4)])
+    assert other.tolist() != labels.tolist()
+
+
+def test_indexes_are_fetched_together_and_cached_by_size_and_etag(s3, shards, tmp_path):
+    _upload(s3, shards, "idx")
+    sent = Sent(s3)
+    mark = sent.mark()
+    ds = tn.open(s3.url("idx/"), storage_options=s3.options)
+    assert len(ds) == N
+    first = sent.since(mark)
+    assert sorted(r[1] for r in first if r[1].endswith(".idx")) == sorted(
+        "idx/" + p.rsplit("/", 1)[-1] + ".idx" for p in shards
+    )
+    # a shard rewritten with other records (another ETag and size): its old index is not
+    # taken for it
+    fewer = tn.write(
+        tmp_path / "fewer.tfrecord", _columns(100, seed=1), index=True, progress=False
+    ).paths[0]
+    name = shards[1].rsplit("/", 1)[-1]
+    s3.fs.put_file(fewer, s3.url(f"idx/{name}"))
+    s3.fs.put_file(index_path(fewer), s3.url(f"idx/{name}.idx"))
+    s3.fs.invalidate_cache()
+    mark = sent.mark()
+    changed = tn.open(s3.url("idx/"), storage_options=s3.options)
+    assert len(changed) == N - N // 4 + 100
+    fetched = [r[1] for r in sent.since(mark) if r[1].endswith(".idx")]
+    assert fetched == [f"idx/{name}.idx"]  # the others from the cache
+    np.testing.assert_array_equal(changed[N // 4 : N // 4 + 100]["label"], np.arange(100))
+
+
+def test_a_file_without_sidecar_is_indexed_and_says_so(s3, shards):
+    _upload(s3, shards, "bare", sidecars=False)
+    ds = tn.open(s3.url("bare/"), storage_options=s3.options)
+    with pytest.warns(UserWarning, match=r"4 remote files .* have no \.idx sidecar.*tfrecnp index"):
+        assert len(ds) == N
+    sent = Sent(s3)
+    mark = sent.mark()
+    again = tn.open(s3.url("bare/"), storage_options=s3.options)
+    assert len(again) == N  # indexed from the cache: no warning, no whole read
+    assert sum(stop - start for _, _, start, stop, _ in sent.since(mark)) < 200_000
+
+
+def test_a_missing_object_is_file_not_found_naming_it(s3, shards):
+    _upload(s3, shards, "gone")
+    ds = tn.open(s3.url("gone/"), storage_options=s3.options)
+    len(ds)
+    name = shards[2].rsplit("/", 1)[-1]
+    s3.fs.rm(s3.url(f"gone/{name}"))
+    with pytest.raises(FileNotFoundError, match=name):
+        for _ in ds.batches(1000):
+            pass
+    with pytest.raises(FileNotFoundError, match=name):
+        ds[[3, N // 2 + 1]]
+
+
+def test_a_connection_lost_mid_pass_is_an_os_error_naming_the_file(tmp_path, shards, small_ranges):
+    """A store that goes away mid-pass: the pass raises OSError naming the file it was
+    reading, in bounded time, instead of hanging or ending short."""
+    import boto3
+    import s3fs
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+        region_name="us-east-1",
+    ).create_bucket(Bucket="lost")
+    options = {
+        "key": "x",
+        "secret": "x",
+        "client_kwargs": {"endpoint_url": endpoint, "region_name": "us-east-1"},
+        "config_kwargs": {"connect_timeout": 2, "retries": {"max_attempts": 1}},
+    }
+    stopped = False
+    try:
+        store = s3fs.S3FileSystem(**options)
+        for p in shards:
+            store.put_file(p, "lost/" + p.rsplit("/", 1)[-1])
+        batches = tn.RecordReader("s3://lost/", storage_options=options).batches(100)
+        next(batches)
+        server.stop()
+        stopped = True
+        with pytest.raises(OSError, match=r"s3://lost/data-0000\d-of-00004\.tfrecord"):
+            for _ in batches:
+                pass
+    finally:
+        if not stopped:
+            server.stop()
