@@ -327,16 +327,21 @@ def simple_layout(const uint8_t[::1] out, const int64_t[:, ::1] info, int64_t[:,
             layout_of(p, have, &info[k, 0], &layout[k, 0])
 
 
-def one_chunk(const uint8_t[::1] buf, int64_t begin, int64_t end, bint check_data=True):
+def one_chunk(const uint8_t[::1] buf, int64_t begin, int64_t end, bint check_data=True,
+              out=None):
     """`ds[i]`'s short path: the chunk at file positions begin..end, whose bytes are all of
     `buf`, as `unblock_chunks` and `simple_layout` see it, in one call: (out, INFO_FIELDS
-    numbers, LAYOUT_FIELDS numbers) as two tuples after out."""
+    numbers, LAYOUT_FIELDS numbers) as two tuples after out. out: where the chunk goes
+    (uint8, at least len(buf) bytes, not overlapping buf), else a new array."""
     cdef int64_t info[C_INFO_FIELDS]
     cdef int64_t layout[C_LAYOUT_FIELDS]
     cdef int64_t have = buf.shape[0]
     cdef uint8_t[::1] o
-    out = np.empty(max(have, 1), np.uint8)
+    if out is None:
+        out = np.empty(max(have, 1), np.uint8)
     o = out
+    if o.shape[0] < max(have, 1):
+        raise ValueError("out is smaller than buf")
     if have == 0:
         info[0] = info[1] = info[2] = info[3] = info[4] = 0
         info[5] = C_OUTSIDE
