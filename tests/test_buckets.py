@@ -7,6 +7,8 @@ here so that a few MB of data cross many of them.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -241,8 +243,10 @@ def test_a_file_without_sidecar_is_indexed_and_says_so(s3, shards):
         assert len(ds) == N
     sent = Sent(s3)
     mark = sent.mark()
-    again = tn.open(s3.url("bare/"), storage_options=s3.options)
-    assert len(again) == N  # indexed from the cache: no warning, no whole read
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = tn.open(s3.url("bare/"), storage_options=s3.options)
+        assert len(again) == N  # indexed from the cache: no warning, no whole read
     assert sum(stop - start for _, _, start, stop, _ in sent.since(mark)) < 200_000
 
 

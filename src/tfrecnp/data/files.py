@@ -360,6 +360,14 @@ class Files:
             return
         from concurrent.futures import ThreadPoolExecutor
 
+        for f in list(todo):  # from the local cache first: no request
+            index = cached_index(self.paths[f])
+            if index is not None:
+                with self._lock:
+                    self._file_index[f] = (index.offsets, index.lengths)
+                todo.remove(f)
+        if not todo:
+            return
         unsided = [  # (an empty file has nothing to index)
             self.paths[f]
             for f in todo
@@ -368,10 +376,8 @@ class Files:
 
         def one(f: int) -> None:
             path = self.paths[f]
-            index = cached_index(path)
-            if index is None:
-                index = scan_file(path, compression=None)
-                remember_index(index)
+            index = scan_file(path, compression=None)
+            remember_index(index)
             with self._lock:
                 if self._file_index[f] is None:
                     self._file_index[f] = (index.offsets, index.lengths)
@@ -384,8 +390,8 @@ class Files:
             warnings.warn(
                 f"{len(unsided)} remote file{'s' * (len(unsided) != 1)} ({names}{more}) "
                 f"{'has' if len(unsided) == 1 else 'have'} no .idx sidecar: each is read "
-                "whole once to index it (the index then cached "
-                f"locally); `tfrecnp index {fs.split(unsided[0])[0]}/` writes the sidecars",
+                "whole once to index it (the index then cached locally); "
+                f"`tfrecnp index {fs.split(unsided[0])[0]}/` writes the sidecars",
                 stacklevel=5,
             )
         with ThreadPoolExecutor(min(INDEX_THREADS, len(todo))) as pool:
