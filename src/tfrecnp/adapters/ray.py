@@ -53,7 +53,7 @@ from ..example.write_shards import shard_name
 from ..format import inflate_index
 from ..format.damage import check_on_error
 from ..format.frames import OVERHEAD_BYTES
-from ..format.index import RecordIndex, index_path
+from ..format.index import RecordIndex, cached_index, index_path, remember_index
 from ..format.paths import expand_paths
 from ..format.reader import file_compression, mean_frame_bytes, scan_file
 
@@ -146,11 +146,15 @@ def _shares(path: str, compression: str | None, task_bytes: int) -> list[_Share]
     index, size = None, fs.size(path)
     if kind is not None:
         index, size = _inflated_index(path, kind, size, task_bytes)
+    elif fs.is_url(path) and (index := cached_index(path)) is not None:
+        pass  # (a remote file's index kept locally by its size and ETag: no request)
     elif fs.exists(index_path(path)) or not fs.is_url(path):
-        try:  # a sidecar, or a local header-only scan
+        try:  # a sidecar (known from the listing), or a local header-only scan
             index = scan_file(path, compression=None)
         except CorruptRecordError:  # the read task meets it, and honours on_error
             index = None
+        else:
+            remember_index(index)
     if index is None:
         return [_Share(path, kind, size)]
     n = len(index)
