@@ -3,6 +3,8 @@ while another thread changes its file (cut to half, to zero, rewritten in place,
 by rename, appended to), at several delays after the first batch, repeated. Prints one
 JSON line per try: what was delivered (checked against the file's known values) and how
 the read ended. A signal ends the process, which the parent sees in its exit status.
+PRISTINE is a TFRecord file, or a folder `Dataset.save` wrote (x.npy and label.npy, read
+through memory maps): then x.npy is the file that changes.
 
     python child_changing_files.py MODE PRISTINE WORKDIR REPEATS
 """
@@ -65,11 +67,17 @@ class Tally:
 
 
 def run_try(mode: str, kind: str, delay: float, path: str, pristine: str) -> dict:
-    ds = tn.open(path, SPEC)
+    arrays = os.path.isdir(path)
+    ds = tn.open(path) if arrays else tn.open(path, SPEC)
     if mode != "stream":
         len(ds)  # indexed: reads by position
     tally = Tally()
-    timer = threading.Timer(delay, change, (kind, path, pristine))
+    changed = (
+        (os.path.join(path, "x.npy"), os.path.join(pristine, "x.npy"))
+        if arrays
+        else (path, pristine)
+    )
+    timer = threading.Timer(delay, change, (kind, *changed))
     error: BaseException | None = None
     try:
         if mode in ("stream", "order", "shuffle", "shuffle_all"):
@@ -145,11 +153,16 @@ def by_position_in_a_thread(ds, mode: str, tally: Tally, timer) -> BaseException
 
 def main() -> None:
     mode, pristine, workdir, repeats = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
-    path = os.path.join(workdir, "data.tfrecord")
+    arrays = os.path.isdir(pristine)
+    path = os.path.join(workdir, "data" if arrays else "data.tfrecord")
     for kind in CHANGES:
         for delay_ms in DELAYS_MS:
             for _ in range(repeats):
-                shutil.copyfile(pristine, path)
+                if arrays:
+                    shutil.rmtree(path, ignore_errors=True)
+                    shutil.copytree(pristine, path)
+                else:
+                    shutil.copyfile(pristine, path)
                 result = run_try(mode, kind, delay_ms / 1000, path, pristine)
                 print(json.dumps(result), flush=True)
                 time.sleep(0.001)

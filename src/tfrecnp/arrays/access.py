@@ -3,8 +3,9 @@
 An array dataset reads a block, a shuffled pick or one record from whatever holds its
 columns: an ndarray or np.memmap, an h5py / Zarr array, a streamed .npz member, or the
 in-memory and on-disk Ragged and bytes columns of `tfrecnp.example.columns`. Arrays in
-memory (and memory maps) take any row list in one fancy index; stores that read slices
-(HDF5, Zarr, lazy columns) read sorted runs of nearby rows, one slice per run.
+memory take any row list in one fancy index, memory maps one guarded copy (`mapped`: a
+file cut under the map gives an error, not SIGBUS); stores that read slices (HDF5, Zarr,
+lazy columns, maps in Fortran order) read sorted runs of nearby rows, one slice per run.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..example.columns import (
     take_column,
 )
 from ..example.spec import Bytes, FixedLen, Raw, Sequence, VarLen
+from .mapped import copy_rows, copy_span
 
 __all__ = ["memmap_reference", "read_rows", "read_span", "spec_of_columns"]
 
@@ -33,7 +35,12 @@ RUN_GAP = 32  # rows: picks closer than this are read as one slice from a store
 
 
 def read_span(col: Any, a: int, b: int) -> Column:
-    """Rows a..b as an in-memory column (arrays copied out of maps and stores)."""
+    """Rows a..b as an in-memory column (arrays copied out of maps, guarded, and stores)."""
+    mapped = copy_span(col, a, b)
+    if mapped is not None:
+        return mapped
+    if isinstance(col, (Ragged, BytesColumn)) and _on_maps(col):
+        return _nested_span(col, a, b)
     part = col[a:b]
     if isinstance(part, (Ragged, BytesColumn)):
         return part
@@ -46,9 +53,12 @@ def read_span(col: Any, a: int, b: int) -> Column:
 def read_rows(col: Any, ids: np.ndarray) -> Column:
     """The rows at ids (any order, repeats allowed) as an in-memory column."""
     ids = np.asarray(ids, np.int64)
-    if isinstance(col, (Ragged, BytesColumn)):
+    if isinstance(col, (Ragged, BytesColumn)) and not _on_maps(col):
         return take_column(col, ids)
-    if isinstance(col, np.ndarray) and not col.dtype.hasobject:
+    mapped = copy_rows(col, ids)
+    if mapped is not None:
+        return mapped
+    if isinstance(col, np.ndarray) and not col.dtype.hasobject and not _on_maps(col):
         return col[ids]
     if not len(ids):
         return read_span(col, 0, 0)
@@ -61,6 +71,29 @@ def read_rows(col: Any, ids: np.ndarray) -> Column:
     firsts = np.cumsum(np.r_[0, stops - starts])[:-1]
     run = np.searchsorted(starts, rows, side="right") - 1
     return take_column(joined, (firsts[run] + rows - starts[run])[inverse])
+
+
+def _on_maps(col: Any) -> bool:
+    """Whether any buffer of col is a read-only memory map (a saved folder's columns)."""
+    if isinstance(col, Ragged):
+        return _on_maps(col.values) or _on_maps(col.row_splits)
+    if isinstance(col, BytesColumn):
+        return _on_maps(col.data) or _on_maps(col.offsets)
+    return isinstance(col, np.ndarray) and read_only_map(col) is not None
+
+
+def _nested_span(col: Ragged | BytesColumn, a: int, b: int) -> Ragged | BytesColumn:
+    """Rows a..b of a Ragged or bytes column held in maps: its splits, then the values they
+    span, each copied out under the guard (a slice would hand out views of the maps)."""
+    inner, splits = (
+        (col.values, col.row_splits) if isinstance(col, Ragged) else (col.data, col.offsets)
+    )
+    splits = read_span(splits, a, b + 1)
+    lo, hi = int(splits[0]), int(splits[-1])
+    values = read_span(inner, lo, hi)
+    if isinstance(col, Ragged):
+        return Ragged.from_row_splits(values, splits - lo, validate=False)
+    return BytesColumn.from_offsets(values, splits - lo, validate=False)
 
 
 def spec_of_columns(columns: Mapping[str, Any]) -> dict | Sequence:

@@ -271,7 +271,10 @@ def _load_npy(path: str) -> Arrays:
         manifest = _check_manifest(path, _parse_manifest(path, f.read()))
 
     def array(name: str) -> np.ndarray:
-        return np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False)
+        try:
+            return np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False)
+        except ValueError as e:  # a header or size that does not hold: name the file
+            raise ValueError(f"{name}.npy: {e}") from None
 
     return _build(path, "npy", manifest, array)
 

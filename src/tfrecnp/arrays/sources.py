@@ -36,6 +36,7 @@ from .._util.text import format_size
 from ..errors import SchemaError
 from ..example.columns import BytesColumn, Ragged, check_lengths
 from ..format.paths import looks_like_records
+from .mapped import copy_span
 from .npy import (
     HDF5_MAGIC,
     HEADER_ERRORS,
@@ -258,7 +259,11 @@ def _saved_by_tfrecnp(path: str, fmt: str):
 
 
 def _rows(col: Any, a: int, b: int) -> Any:
-    """Rows a..b of a column: Ragged and bytes columns as they slice, arrays as ndarrays."""
+    """Rows a..b of a column: Ragged and bytes columns as they slice, arrays as ndarrays
+    (copied out of memory maps under the guard: a file cut meanwhile raises, never SIGBUS)."""
+    mapped = copy_span(col, a, b)
+    if mapped is not None:
+        return mapped
     part = col[a:b]
     return part if isinstance(part, (Ragged, BytesColumn)) else np.array(part)
 

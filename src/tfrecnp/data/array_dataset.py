@@ -172,11 +172,8 @@ class TableSource(Source):
 
     def read_one(self, i: int) -> dict[str, Any]:
         out = {}
-        for name, col in self._columns().items():
-            if isinstance(col, np.ndarray) and not col.dtype.hasobject:
-                out[name] = np.array(col[i])  # a copy: a record outlives the map
-            else:
-                out[name] = read_span(col, i, i + 1)[0]
+        for name, col in self._columns().items():  # copies: a record outlives the map
+            out[name] = read_span(col, i, i + 1)[0]
         return out
 
     def empty(self) -> Batch:
