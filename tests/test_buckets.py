@@ -302,3 +302,32 @@ def test_a_connection_lost_mid_pass_is_an_os_error_naming_the_file(tmp_path, sha
     finally:
         if not stopped:
             server.stop()
+
+
+def test_passes_over_several_files_share_a_bounded_read_ahead(
+    s3, shards, small_ranges, monkeypatch
+):
+    """shuffle=N reads four files in turn, each through its own ranged GETs: together they
+    keep at most the process's budget ahead of their readers (plus the range each reader
+    waits for), and give it all back when they end, or stop early."""
+    _upload(s3, shards, "pool")
+
+    class Watched(fs._Budget):
+        most = 0
+
+        def reserve(self, n: int, force: bool = False) -> bool:
+            done = super().reserve(n, force)
+            self.most = max(self.most, self.used)
+            return done
+
+    budget = Watched(256 << 10)
+    monkeypatch.setattr(fs, "_AHEAD", budget)
+    ds = tn.open(s3.url("pool/"), storage_options=s3.options)
+    labels = [batch["label"] for batch in ds.batches(500, shuffle=2000, seed=1)]
+    assert sorted(np.concatenate(labels).tolist()) == list(range(N))
+    assert budget.limit // 2 < budget.most <= budget.limit + len(shards) * fs.READ_AHEAD
+    assert budget.used == 0
+    for k, _ in enumerate(ds.batches(500, shuffle=2000, seed=1)):
+        if k == 3:
+            break
+    assert budget.used == 0

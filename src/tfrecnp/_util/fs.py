@@ -40,6 +40,7 @@ READ_AHEAD = 8 << 20  # a streamed remote read asks for this many bytes per requ
 # pass holds for it is bounded by the same 32 MiB
 IN_FLIGHT = 4
 START_BYTES = 1 << 20  # ... after a start of this many bytes, one request in flight
+AHEAD_BYTES = 64 << 20  # ... and all passes of a process together, at most this many bytes
 HEAD_BYTES = 64 << 10  # a remote file's first bytes read at once (compression, first records)
 HEADS_KEPT = 64  # ... and kept for this many files
 RANGES_IN_FLIGHT = 16  # reads by position: ranged GETs in flight at once, at most
@@ -288,6 +289,28 @@ def _get(url: URL, start: int, stop: int) -> bytes:
     return data
 
 
+class _Budget:
+    """Bytes a process's passes have asked for ahead of their readers."""
+
+    def __init__(self, limit: int):
+        self.limit, self.used = limit, 0
+        self._lock = threading.Lock()
+
+    def reserve(self, n: int, force: bool = False) -> bool:
+        with self._lock:
+            if not force and self.used + n > self.limit:
+                return False
+            self.used += n
+            return True
+
+    def release(self, n: int) -> None:
+        with self._lock:
+            self.used -= n
+
+
+_AHEAD = _Budget(AHEAD_BYTES)
+
+
 class Prefetch:
     """The ranged GETs of a pass over remote files read one after another, the next
     file's first ones sent while the last of this one's arrive (sizes from the listing).
@@ -295,7 +318,9 @@ class Prefetch:
     START_BYTES, at twice the bytes taken, up to IN_FLIGHT ranges of READ_AHEAD: a reader
     that wants a few records of a file (a spec inferred, a probe) moves a few times what
     it read, and a pass has its first MiB after one round trip and several large ranges
-    in flight after a few, filling the link."""
+    in flight after a few, filling the link. All passes of a process together keep at
+    most AHEAD_BYTES ahead of their readers (several files read in turn, as shuffle=N
+    does, share it); the range a reader waits for is always sent."""
 
     def __init__(self, urls: list[Any]):
         self.urls = [u if isinstance(u, URL) else resolve(u) for u in urls]
@@ -326,6 +351,10 @@ class Prefetch:
                 self._next = (k + 1, 0)
                 continue
             b = min(n, a + chunk)
+            # the range the reader waits for is sent in any case; those ahead of it, while
+            # the process's budget lasts
+            if not _AHEAD.reserve(b - a, force=not self._sent):
+                return
             self._sent.append(((k, a, b), _pool().submit(_get, self.urls[k], a, b)))
             ahead += b - a
             self._next = (k, b) if b < n else (k + 1, 0)
@@ -340,22 +369,28 @@ class Prefetch:
                 self._taken += len(head)
                 if self._next < (k, len(head)):
                     self._next = (k, len(head))
-            return 0, head
+            return 0, head  # (nothing sent yet: a probe of the first records ends here)
         with self._lock:
             while self._sent and (self._sent[0][0][0], self._sent[0][0][2]) <= (k, at):
-                self._sent.popleft()[1].cancel()  # passed over: dropped
+                self._drop(self._sent.popleft())  # passed over
             if not self._sent or self._sent[0][0][:2] > (k, at):
-                for _, future in self._sent:
-                    future.cancel()
-                self._sent.clear()
+                while self._sent:
+                    self._drop(self._sent.popleft())
                 self._next, self._taken = (k, at), 0
             self._top_up()
             if not self._sent:
                 return at, b""
             (_, start, stop), future = self._sent.popleft()
+            _AHEAD.release(stop - start)
             self._taken += stop - start
             self._top_up()
         return start, future.result()
+
+    @staticmethod
+    def _drop(sent: tuple) -> None:
+        (_, a, b), future = sent
+        future.cancel()
+        _AHEAD.release(b - a)
 
     def close(self) -> None:
         """Cancel the ranges not yet sent and wait for those on their way (at most the
@@ -363,10 +398,9 @@ class Prefetch:
         from concurrent.futures import wait
 
         with self._lock:
-            for _, future in self._sent:
-                future.cancel()
             running = [future for _, future in self._sent]
-            self._sent.clear()
+            while self._sent:
+                self._drop(self._sent.popleft())
             self._next = (len(self.urls), 0)
         wait(running)
 
