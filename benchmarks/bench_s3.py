@@ -13,8 +13,8 @@ For each link (by default 20 ms / 200 MB/s, then 0 ms / 200 MB/s), in one run:
 - link: the link's own limit, many 8 MiB ranged GETs in flight at once (s3fs.cat_ranges);
 - sequential: ``batches(1024)`` to the end (the open before it not timed), MB/s and its
   ratio to the link;
-- first batch: a fresh filesystem (no listing cached), open + the first batch: requests,
-  and the time in round trips of the link's latency;
+- open / first batch: a fresh filesystem (no listing cached), the open then the first
+  batch: requests, and the time in round trips of the link's latency;
 - shuffle=True / shuffle=10_000: a whole epoch, its rate against sequential;
 - 1 % sample by one ``ds[list]`` and by ``__getitems__`` of 256: bytes moved against the
   dataset's;
@@ -294,21 +294,29 @@ def _pass(url: str, options: dict, n: int, **kw):
     return run
 
 
-def _first_batch(url: str, options: dict):
+def _open_then_first_batch(url: str, options: dict, link: Link, latency: float):
+    """A fresh filesystem (nothing listed, no head kept): (open's requests, seconds),
+    (the first batch's requests, seconds, MB) as the link counted them."""
     import s3fs
 
     import tfrecnp as tn
+    from tfrecnp._util import fs as tfs
 
-    def run():
-        s3fs.S3FileSystem(**options).invalidate_cache()  # nothing listed or sized yet
-        ds = tn.open(url, storage_options=options)
-        it = iter(ds.batches(1024))
-        next(it)
-        stats = _stats_of(ds)
-        it.close()
-        return stats
-
-    return run
+    s3fs.S3FileSystem(**options).invalidate_cache()
+    tfs._HEADS.clear()
+    c0, t0 = link.snapshot(), time.perf_counter()
+    ds = tn.open(url, storage_options=options)
+    c1, t1 = link.snapshot(), time.perf_counter()
+    it = iter(ds.batches(1024))
+    next(it)
+    c2, t2 = link.snapshot(), time.perf_counter()
+    it.close()
+    rtt = f"{(t1 - t0) / latency:.1f} / {(t2 - t1) / latency:.1f} RTT" if latency else ""
+    return (
+        f"{'open (cold) / first batch':30} {t1 - t0:8.2f} / {t2 - t1:.2f} s, "
+        f"{c1[1] - c0[1]} / {c2[1] - c1[1]} requests, first batch moved "
+        f"{(c2[2] - c1[2]) / 1e6:.1f} MB  {rtt}"
+    )
 
 
 def _sample(url: str, options: dict, n: int, per_call: int | None):
@@ -461,9 +469,8 @@ def main(argv: list[str] | None = None) -> int:
                 seq = b.measure(_pass(url, options, n))
                 seq_rate = nbytes / seq["s"] / 1e6
                 print(_row("sequential batches(1024)", seq, nbytes, link_rate, seq_rate))
-                first = b.measure(_first_batch(url, options), runs=1)
-                trips = first["s"] / (latency / 1000) if latency else float("nan")
-                print(_row("open + first batch (cold)", first, 0, None) + f"  ~{trips:.1f} RTT")
+                print(_open_then_first_batch(url, options, link, latency / 1000))
+                b._settled()
                 for label, kw in (
                     ("shuffle=True", {"shuffle": True, "seed": 0}),
                     ("shuffle=10_000", {"shuffle": 10_000, "seed": 0}),
