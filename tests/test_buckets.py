@@ -219,6 +219,9 @@ def test_indexes_are_fetched_together_and_cached_by_size_and_etag(s3, shards, tm
     assert sorted(r[1] for r in first if r[1].endswith(".idx")) == sorted(
         "idx/" + p.rsplit("/", 1)[-1] + ".idx" for p in shards
     )
+    mark = sent.mark()  # tfrecnp count: the indexes kept, one listing, nothing more
+    assert tn.count_records(s3.url("idx/"), storage_options=s3.options) == N
+    assert all(r[4] for r in sent.since(mark))
     # a shard rewritten with other records (another ETag and size): its old index is not
     # taken for it
     fewer = tn.write(

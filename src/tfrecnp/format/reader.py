@@ -43,7 +43,7 @@ from .frames import (
     length_crc_mismatch,
     payload_crc_mismatch,
 )
-from .index import RecordIndex, index_path, read_index
+from .index import RecordIndex, cached_index, index_path, read_index, remember_index
 from .paths import PathLike, Paths, expand_paths
 from .payloads import Origins, RecordBatch
 from .sniff import what_is
@@ -732,14 +732,22 @@ def scan_file(
     path: PathLike, *, compression: str | None = "auto", use_index: bool = True
 ) -> RecordIndex:
     """Where each record of one file lies. Uses a matching .idx sidecar when present;
-    otherwise walks the frame headers, seeking over payloads in uncompressed files."""
+    otherwise walks the frame headers, seeking over payloads in uncompressed files. A
+    remote file's index is kept in a local cache by its URL, size and ETag
+    (format/index.py), and taken from there when kept."""
     path = fs.resolve(path)
+    cached = cached_index(path) if use_index and fs.is_url(path) else None
+    if cached is not None:
+        return cached
     sidecar = index_path(path)
+    index = None
     if use_index and fs.exists(sidecar):
         index = read_index(sidecar, path)
-        if index is not None:
-            return index
-    return next(RecordReader(path, compression=compression).indexes())
+    if index is None:
+        index = next(RecordReader(path, compression=compression).indexes())
+    if use_index:
+        remember_index(index)
+    return index
 
 
 def scan_until_damage(
@@ -761,9 +769,15 @@ def scan_until_damage(
 def count_records(
     paths: Paths, *, compression: str | None = "auto", storage_options: dict | None = None
 ) -> int:
-    """Number of records in all the files, from header-only scans (or .idx sidecars)."""
+    """Number of records in all the files, from header-only scans (or .idx sidecars);
+    remote files 16 at a time, each sidecar as the listing found it."""
     files = expand_paths(paths, storage_options)
-    return sum(len(scan_file(p, compression=compression)) for p in files)
+    if len(files) < 2 or not any(fs.is_url(p) for p in files):
+        return sum(len(scan_file(p, compression=compression)) for p in files)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(16) as pool:
+        return sum(pool.map(lambda p: len(scan_file(p, compression=compression)), files))
 
 
 def mean_frame_bytes(
