@@ -220,13 +220,41 @@ def _rust_side(case: str, path: str, runs: int) -> None:
     print(json.dumps({"seconds": seconds, "records": got}))
 
 
-def _rust_peer(case: str, path: Path, runs: int) -> dict:
+def _rust_python() -> str:
+    """The interpreter that runs rustfrecord: TFRECNP_RUSTFRECORD_PYTHON, else a venv made
+    once under bench-data/. rustfrecord's wheel pins torch 2.2.0 (a CUDA build of GBs) and
+    numpy 1.24.4, but its compiled part links neither: it is installed without its pins,
+    beside numpy < 2, and finds this venv's CPU torch through a .pth file."""
     python = os.environ.get("TFRECNP_RUSTFRECORD_PYTHON")
-    if not python:
-        return {
-            "skip": "not installed: rustfrecord pins torch 2.2.0 (CUDA) and numpy 1.24.4; "
-            "set TFRECNP_RUSTFRECORD_PYTHON to a venv's python that has it"
-        }
+    if python:
+        return python
+    venv = DATA_DIR / "rustfrecord-venv"
+    python = str(venv / "bin" / "python")
+    if not (venv / ".ready").exists():
+        import site
+        import venv as venvs
+
+        venvs.create(venv, with_pip=True, clear=True)
+        pip = [python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        subprocess.run([*pip, "--no-deps", "rustfrecord==0.1.7"], check=True)
+        subprocess.run([*pip, "numpy<2"], check=True)
+        found = subprocess.run(
+            [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        ours = next(p for p in site.getsitepackages() if Path(p, "torch").exists())
+        Path(found.stdout.strip(), "tfrecnp-torch.pth").write_text(ours + "\n")
+        (venv / ".ready").touch()
+    return python
+
+
+def _rust_peer(case: str, path: Path, runs: int) -> dict:
+    try:
+        python = _rust_python()
+    except (OSError, subprocess.CalledProcessError, StopIteration) as e:
+        return {"skip": f"rustfrecord could not be installed beside this venv's torch: {e}"}
     proc = subprocess.run(
         [python, __file__, "--side", "rustfrecord", case, str(path), str(runs)],
         capture_output=True,
