@@ -64,17 +64,18 @@ docs: $(VENV)/.docs-deps $(VENV)/.built
 # from it in an isolated build environment (so the sdist is proven complete, and build/ of the
 # in-place core is never touched); `auditwheel repair` (patchelf) checks the wheel needs no
 # library beyond manylinux's, gives it the manylinux tag and strips the debug symbols (4.2 MB ->
-# 1.1 MB). `make sdist`: the sdist alone.
+# 1.0 MB). `make sdist`: the sdist alone.
 DIST ?= dist
+WHEEL_BUILD ?= build/wheel
 $(VENV)/.release-deps: | $(PY)
 	$(PIP) install "build>=1.2" "auditwheel>=6.1" "patchelf>=0.17"
 	touch $@
 
 wheel: $(VENV)/.release-deps
-	rm -rf build/wheel
-	$(PY) -m build --outdir build/wheel .
+	rm -rf $(WHEEL_BUILD)
+	$(PY) -m build --outdir $(WHEEL_BUILD) .
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m auditwheel repair --strip --wheel-dir $(DIST) \
-		build/wheel/*.whl
+		$(WHEEL_BUILD)/*.whl
 
 sdist: $(VENV)/.release-deps
 	$(PY) -m build --sdist --outdir $(DIST) .

@@ -43,8 +43,9 @@ print("smoke ok", tn.__version__)
 
 
 def test_wheel_installs_and_runs_without_a_compiler(tmp_path):
-    dist = tmp_path / "dist"
-    subprocess.run(["make", "--no-print-directory", "wheel", f"DIST={dist}"], cwd=ROOT, check=True)
+    dist = tmp_path / "dist"  # (and its own build folder: two runs never share one)
+    make = ["make", "--no-print-directory", "wheel", f"DIST={dist}", f"WHEEL_BUILD={tmp_path}/b"]
+    subprocess.run(make, cwd=ROOT, check=True)
     (wheel,) = dist.glob("*.whl")
     assert "manylinux" in wheel.name, wheel.name
     names = zipfile.ZipFile(wheel).namelist()
