@@ -26,11 +26,14 @@ def test_readme_is_a_front_door():
 
 
 def test_every_python_fence_is_collected():
-    # A block fenced as ```py or ```python3 would be shown but never run: spell it ```python.
+    # A block fenced as ```py, ```python3, ```python title=..., or indented (inside a list)
+    # would be shown but never run: spell it ```python at the start of a line.
     for page in PAGES:
         text = page.read_text(encoding="utf-8")
-        odd = re.findall(r"^```(py|python3|pycon)\s*$", text, flags=re.M)
-        assert not odd, f"{page.relative_to(ROOT)}: fence ```{odd[0]} is not run by the tests"
+        fences = re.findall(r"^[ \t]*```[ \t]*(?:py|python|python3|pycon)\b.*$", text, flags=re.M)
+        assert len(fences) == len(blocks(page)), (
+            f"{page.relative_to(ROOT)}: {fences} - not every Python fence is run by the tests"
+        )
 
 
 @pytest.mark.parametrize(
