@@ -14,8 +14,10 @@ array-record returning serialized bytes only:
   TensorFlow before its clock starts and converts the first 1000 records once untimed).
 
 The reading sides run in one process, round-robin (`common.interleaved`); medians of --runs
-rounds. The conversion alternates ours and the subprocess's one run per round. Files are
-written once into bench-data/ and read from the page cache.
+rounds; "x" is the ratio of wall-clock rates, "x cpu" that of the CPU seconds each side
+spent (every thread of the process: the steadier measure on a shared machine). The
+conversion alternates ours and the subprocess's one run per round. Files are written once
+into bench-data/ and read from the page cache.
 
     python benchmarks/run.py arrayrecord [--runs N] [--quick]
 
@@ -181,12 +183,16 @@ def main(argv: list[str] | None = None) -> int:
 
     n = RECORDS // 10 if args.quick else RECORDS
     calls = RANDOM_CALLS // 10 if args.quick else RANDOM_CALLS
-    runs = min(args.runs, 3) if args.quick else args.runs
+    runs = args.runs
+    converts = min(runs, 3)  # each round of the tf.data side starts TensorFlow anew
     print(
         f"{n} records of ~230 B, zstd:3; tfrecnp decodes, array-record returns bytes; "
-        f"medians of {runs} rounds"
+        f"medians of {runs} rounds ({converts} for the conversion)"
     )
-    print(f"{'group':>6} {'case':<34} {'tfrecnp rec/s':>14} {'array-record':>13} {'x':>6}")
+    print(
+        f"{'group':>6} {'case':<34} {'tfrecnp rec/s':>14} {'array-record':>13} {'x':>6}"
+        f" {'x cpu':>6}"
+    )
     for group in GROUPS:
         path = _write(DATA_DIR / f"arrayrecord-{n}-g{group}.array_record", n, group)
         warm_page_cache(path)
@@ -232,11 +238,15 @@ def main(argv: list[str] | None = None) -> int:
             got = interleaved({"ours": ours, "theirs": theirs}, runs)
             a = count / statistics.median(got["ours"][0])
             b = count / statistics.median(got["theirs"][0])
-            print(f"{group:>6} {label:<34} {format_rate(a):>14} {format_rate(b):>13} {a / b:>6.2f}")
+            cpu = statistics.median(got["theirs"][1]) / statistics.median(got["ours"][1])
+            print(
+                f"{group:>6} {label:<34} {format_rate(a):>14} {format_rate(b):>13} {a / b:>6.2f}"
+                f" {cpu:>6.2f}"
+            )
         ds.source.close()
         reader.close()
         seq.close()
-        rates = bench_convert(n, group, runs)
+        rates = bench_convert(n, group, converts)
         if rates is not None:
             a, b = rates
             label = "convert TFRecord / tf.data+Writer"
