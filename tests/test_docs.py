@@ -3,6 +3,7 @@ reference is generated from the parsers, and `mkdocs build --strict` passes (a b
 anchor or reference fails here as in `make docs`)."""
 
 import importlib
+import importlib.util
 import os
 import re
 import subprocess
@@ -13,8 +14,10 @@ import tfrecnp
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-sys.path.insert(0, str(DOCS))
-import hooks  # noqa: E402  (docs/hooks.py: what the site generates at build time)
+# docs/hooks.py: what the site generates at build time (loaded by path: docs/ is no package)
+_spec = importlib.util.spec_from_file_location("tfrecnp_docs_hooks", DOCS / "hooks.py")
+hooks = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(hooks)
 
 
 def reference_names() -> set[str]:
