@@ -334,3 +334,25 @@ def test_passes_over_several_files_share_a_bounded_read_ahead(
         if k == 3:
             break
     assert budget.used == 0
+
+
+def test_dataloader_workers_read_a_bucket_by_batched_ranges(s3, shards):
+    """PyTorch's DataLoader over a Dataset in a bucket: two worker processes, random
+    batches fetched by __getitems__ (a batch of ranged GETs each), the values the local
+    files give."""
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, Subset
+
+    _upload(s3, shards, "torch")
+    ds = tn.open(s3.url("torch/"), storage_options=s3.options)
+    len(ds)  # indexed here: the workers get the index with the dataset
+    local = tn.open(shards)
+    picks = np.random.default_rng(5).choice(N, 1024, replace=False).tolist()
+    loader = DataLoader(Subset(ds, picks), batch_size=128, num_workers=2)
+    seen = []
+    for batch in loader:
+        labels = batch["label"].numpy()
+        np.testing.assert_array_equal(batch["x"].numpy(), local[labels]["x"])
+        seen.append(labels)
+    assert np.concatenate(seen).tolist() == picks
+    assert isinstance(batch["x"], torch.Tensor)

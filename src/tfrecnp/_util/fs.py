@@ -88,7 +88,6 @@ class URL(str):
     """A URL that carries its fsspec filesystem (and so its storage_options), the Meter
     that counts its requests, and what its listing said of it (`Listed`, or None)."""
 
-    fs: Any
     meter: Meter
     listed: Listed | None
 
@@ -96,10 +95,22 @@ class URL(str):
         cls, url: str, fs: Any, meter: Meter | None = None, listed: Listed | None = None
     ) -> URL:
         self = super().__new__(cls, url)
-        self.fs = fs
+        self._fs, self._pid = fs, os.getpid()
         self.meter = meter if meter is not None else Meter()
         self.listed = listed
         return self
+
+    @property
+    def fs(self) -> Any:
+        """The filesystem; in a forked child (a DataLoader worker), one of its own, with the
+        same options (an asynchronous one, as s3fs, cannot cross a fork)."""
+        if self._pid != os.getpid():
+            from fsspec.spec import make_instance
+
+            fs = self._fs
+            self._fs = make_instance(type(fs), fs.storage_args, fs.storage_options)
+            self._pid = os.getpid()
+        return self._fs
 
     def __reduce__(self):
         return (URL, (str(self), self.fs, self.meter, self.listed))
