@@ -23,8 +23,8 @@ with instrumented():
 
     import tfrecnp as tn
     from tfrecnp.example import image as image_module
-    from tfrecnp.example import image_codecs
     from tfrecnp.example.columns import BytesColumn
+    from tfrecnp.images import codecs as image_codecs
 
 # Pixel caps scaled down from tfrecnp's (Pillow's 179 M) and Pillow's own: the same
 # refusals are reached, but a header just under the cap costs 16 MiB and milliseconds, not

@@ -1,5 +1,5 @@
 """The Arrow door: records written by TensorFlow read out as Arrow (table, stream), pandas,
-polars and DuckDB, with the plain Arrow types of tfrecnp.example.arrow; columns <-> Arrow
+polars and DuckDB, with the plain Arrow types of tfrecnp.interop.arrow; columns <-> Arrow
 zero-copy where the layouts agree; types TFRecord cannot hold refused by column name."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 import tfrecnp as tn
-from tfrecnp.example.arrow import from_arrow, spec_of_arrow, to_arrow
+from tfrecnp.interop.arrow import from_arrow, spec_of_arrow, to_arrow
 
 N = 500
 

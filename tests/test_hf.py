@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import tfrecnp as tn
-from tfrecnp.example.hf import features_of_spec, spec_of_features
+from tfrecnp.interop.hf import features_of_spec, spec_of_features
 
 datasets = pytest.importorskip("datasets")
 

@@ -28,9 +28,9 @@ import pytest
 from PIL import Image as PILImage
 
 import tfrecnp as tn
-from tfrecnp.example import image_codecs
 from tfrecnp.example.columns import BytesColumn
 from tfrecnp.example.image import ImageDecodeError, decode_images
+from tfrecnp.images import codecs as image_codecs
 
 RNG = np.random.default_rng(13)
 

@@ -22,9 +22,9 @@ import simplejpeg
 from PIL import Image as PILImage
 
 import tfrecnp as tn
-from tfrecnp.example import image_codecs
 from tfrecnp.example.columns import BytesColumn
 from tfrecnp.example.image import decode_images
+from tfrecnp.images import codecs as image_codecs
 
 SIZES = [(1, 1), (7, 5), (16, 16), (31, 45), (17, 101), (224, 224)]
 DCT = ["INTEGER_FAST", "INTEGER_ACCURATE"]

@@ -356,7 +356,7 @@ def test_write_streams_a_parquet_dataset_in_bounded_memory(tmp_path, tf, monkeyp
     batches of the size asked, far below the table's."""
     import pyarrow.dataset as pds
 
-    from tfrecnp.example import arrow
+    from tfrecnp.interop import arrow
 
     rows, files = 12_000, 4
     folder = tmp_path / "in"

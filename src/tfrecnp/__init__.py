@@ -45,9 +45,9 @@ _HOMES = {
     "Sequence": "example.spec",
     "VarLen": "example.spec",
     "spec_from_json": "example.spec",
-    "spec_from_tf": "example.tf_spec",
-    "spec_from_schema": "example.tfx_schema",
-    "spec_to_schema": "example.tfx_schema",
+    "spec_from_tf": "interop.tf_spec",
+    "spec_from_schema": "interop.tfx_schema",
+    "spec_to_schema": "interop.tfx_schema",
     "spec_to_json": "example.spec",
     "Text": "example.text",
     "WriteResult": "example.write",
@@ -181,9 +181,9 @@ if TYPE_CHECKING:  # what editors and type checkers see
         spec_to_json,
     )
     from .example.text import Text
-    from .example.tf_spec import spec_from_tf
-    from .example.tfx_schema import spec_from_schema, spec_to_schema
     from .example.write import Writer, WriteResult, write
     from .format.reader import RecordReader, count_records, iter_records
     from .format.verify import verify
     from .format.writer import RecordWriter
+    from .interop.tf_spec import spec_from_tf
+    from .interop.tfx_schema import spec_from_schema, spec_to_schema

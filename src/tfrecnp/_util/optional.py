@@ -33,6 +33,14 @@ def import_module(name: str, package: str | None = None) -> ModuleType:
         raise
 
 
+def interop(name: str) -> ModuleType:
+    """A module of tfrecnp.interop (the mappings to Arrow, HF, TF's and TFX's specs),
+    imported by name when first used: the Example world below it reaches them for what
+    users hand it in other tools' terms (TensorFlow's feature objects, Arrow tables) without
+    a layer depending on the one above it."""
+    return import_module(f"tfrecnp.interop.{name}")
+
+
 def wrapped_interrupt(error: RuntimeError) -> KeyboardInterrupt | None:
     """The Ctrl-C inside `error`, when Python 3.11 wrapped one that landed while a class
     was being made (in __set_name__, say during a lazy `import zarr`), else None."""

@@ -3,7 +3,7 @@
 A RecordBatchReader is the streaming form Arrow's world takes whole: it carries its schema
 before the first row, exports the Arrow C stream interface (``__arrow_c_stream__``), so
 DuckDB queries it, polars, pandas and pyarrow.dataset read it, and `pyarrow.parquet`
-writes it, each pulling one batch at a time. Types are `tfrecnp.example.arrow`'s. The
+writes it, each pulling one batch at a time. Types are `tfrecnp.interop.arrow`'s. The
 schema is the first batch's (a spec cannot fix every type before a record is read: an
 image's size, a Raw feature's shape); a later batch of another layout is cast to it, or
 refused naming the column.
@@ -16,7 +16,7 @@ from typing import Any
 
 from .._util.threads import close_iterator
 from ..errors import SchemaError
-from ..example.arrow import pyarrow, to_arrow
+from ..interop.arrow import pyarrow, to_arrow
 
 __all__ = ["arrow_reader"]
 

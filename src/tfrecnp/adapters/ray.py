@@ -42,8 +42,6 @@ from ray.data.block import BlockAccessor, BlockMetadata
 from .._util import fs
 from .._util.sizing import records_per_batch
 from ..errors import CorruptRecordError, SchemaError
-from ..example.arrow import _Refused, column_from_arrow, to_arrow_array
-from ..example.arrow_nulls import _NullError
 from ..example.columns import BytesColumn, Ragged
 from ..example.decode import Decoder
 from ..example.infer import infer_spec
@@ -56,6 +54,8 @@ from ..format.frames import OVERHEAD_BYTES
 from ..format.index import RecordIndex, cached_index, index_path, remember_index
 from ..format.paths import expand_paths
 from ..format.reader import file_compression, mean_frame_bytes, scan_file
+from ..interop.arrow import _Refused, column_from_arrow, to_arrow_array
+from ..interop.arrow_nulls import _NullError
 
 __all__ = ["read", "write"]
 
@@ -295,7 +295,7 @@ def read(
 
 def to_arrow(columns: Mapping[str, Any]) -> pa.Table:
     """Decoded columns as an Arrow table (a Ray block): the plain Arrow types of
-    `tfrecnp.example.arrow`, except arrays of more than one axis, as Ray tensor columns, and
+    `tfrecnp.interop.arrow`, except arrays of more than one axis, as Ray tensor columns, and
     Ragged rows of an inner shape, as Ray variable-shaped tensor columns (so Ray users get
     one ndarray per row, as Ray's own readers give them)."""
     return pa.table({name: _arrow_column(col) for name, col in columns.items()})
@@ -385,7 +385,7 @@ def _from_objects(values: np.ndarray) -> Any:
 
 def _from_arrow(arr: pa.Array) -> Any:
     """Ray's tensor columns by their extension type; every other type as
-    `tfrecnp.example.arrow` reads it."""
+    `tfrecnp.interop.arrow` reads it."""
     kind = arr.type
     if isinstance(kind, pa.ExtensionType) and kind.extension_name.startswith("ray.data."):
         if kind.extension_name == VARIABLE_TENSOR:

@@ -388,9 +388,9 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 def cmd_preview(args: argparse.Namespace) -> int:
     from ..example.columns import BytesColumn
     from ..example.image import Image
-    from ..example.image_codecs import image_format
     from ..example.infer import infer_spec
     from ..example.spec import Sequence
+    from ..images.codecs import image_format
     from .preview import contact_sheet, sheet_size, write_sheet
 
     spec = infer_spec(args.paths, compression=_compression(args), on_error="warn")

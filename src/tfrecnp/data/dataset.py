@@ -444,7 +444,7 @@ class Dataset:
         """The records as a ``pyarrow.RecordBatchReader``: Arrow's stream, which DuckDB,
         polars, pandas and pyarrow (Parquet, datasets) take a batch at a time, so memory
         stays at a few blocks. Dense columns are (fixed-size lists of) primitives, Ragged
-        are large lists, bytes are large binary; see `tfrecnp.example.arrow` for the types
+        are large lists, bytes are large binary; see `tfrecnp.interop.arrow` for the types
         and what is zero-copy. Needs pyarrow (``pip install 'tfrecnp[arrow]'``).
 
         Parameters
@@ -496,12 +496,12 @@ class Dataset:
     def to_hf(self, *, max_bytes: int | None = None, text: Iterable[str] | bool = ()) -> Any:
         """Every record as an in-memory Hugging Face ``datasets.Dataset`` (through
         `to_arrow`, with its memory check; no loop per record), its Features mapped from
-        the spec (`tfrecnp.example.hf`: ArrayND, List, LargeList, Value; text features as
+        the spec (`tfrecnp.interop.hf`: ArrayND, List, LargeList, Value; text features as
         strings; a TFDS folder's ClassLabels with their names; tn.Image without size= as
         HF Image(), its records' encoded bytes). For more than memory,
         write Parquet (``tn.convert(src, "out/", format="parquet")``) and load that with
         ``datasets.load_dataset("parquet", ...)``. Needs ``pip install 'tfrecnp[hf]'``."""
-        from ..example.hf import encoded_images, to_hf
+        from ..interop.hf import encoded_images, to_hf
 
         if not isinstance(self.spec, Mapping):
             raise TypeError("to_hf takes datasets of tf.train.Example; this one reads a Sequence")

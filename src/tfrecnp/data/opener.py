@@ -15,9 +15,9 @@ from ..arrays.sources import array_format
 from ..example.columns import BytesColumn, Ragged
 from ..example.infer import infer_spec
 from ..example.spec import as_spec, spec_from_json
-from ..example.tfx_schema import is_schema, spec_from_schema
 from ..format.damage import check_on_error
 from ..format.paths import Paths, expand_paths
+from ..interop.tfx_schema import is_schema, spec_from_schema
 from .array_dataset import open_array_dataset
 from .arrayrecord import is_array_record_source, open_array_record
 from .dataset import Dataset

@@ -7,7 +7,7 @@ in file order streams each row group in slices of a block (``iter_batches``); re
 position read the row groups that hold the rows (the last one read is kept per thread, so
 ``ds[i]`` in a loop reads each group once); ``shuffle=True`` reads a block's rows group
 by group in sorted order, then permutes them; ``shuffle=N`` reads blocks from random
-places through a pool of N rows. Columns are `tfrecnp.example.arrow`'s (``from_arrow``):
+places through a pool of N rows. Columns are `tfrecnp.interop.arrow`'s (``from_arrow``):
 lists are Ragged, strings bytes; a column TFRecord cannot hold is refused when opened,
 naming it. IPC files are memory-mapped: their numbers are views of the map.
 
@@ -39,12 +39,12 @@ from .._util.progress import Progress
 from .._util.text import format_count
 from .._util.threads import CPUS, close_iterator, ordered_map
 from ..errors import SchemaError
-from ..example.arrow import from_arrow, pyarrow, spec_of_arrow
 from ..example.columns import concat_columns, take_column
 from ..example.padding import feature_names
 from ..example.spec import FixedLen, VarLen
 from ..example.text import Text
 from ..format.payloads import Origins
+from ..interop.arrow import from_arrow, pyarrow, spec_of_arrow
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, _nbytes
 from .parquet_write import Stitched, column_options, encode

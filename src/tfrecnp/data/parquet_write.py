@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..example.arrow import pyarrow
+from ..interop.arrow import pyarrow
 
 __all__ = ["Encoded", "Stitched", "column_options", "encode"]
 

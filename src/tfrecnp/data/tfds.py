@@ -4,7 +4,7 @@ A folder that ``tfds.load`` / ``download_and_prepare`` wrote
 (``~/tensorflow_datasets/<name>/<version>/``) holds TFRecord shards
 ``<name>-<split>.tfrecord-00000-of-00016`` beside ``dataset_info.json`` (the splits, their
 shard lengths and file template, the file format) and ``features.json`` (the feature tree;
-`tfrecnp.example.tfds_features` turns it into a spec). Nothing is sampled or guessed, and
+`tfrecnp.interop.tfds_features` turns it into a spec). Nothing is sampled or guessed, and
 TensorFlow is not needed. A folder is TFDS's when those files say so by their content
 (`tfrecnp.data.tfds_meta`); ``spec=`` replaces the features it names, as TFDS's
 ``decoders=`` does (``{"image": tn.Bytes()}`` keeps the encoded images).
@@ -44,7 +44,8 @@ from .._util.offsets import offsets_of
 from ..errors import CorruptRecordError, SchemaError
 from ..example.infer import infer_spec, infer_spec_of
 from ..example.spec import Feature, FixedLen, VarLen, as_spec, kind_of
-from ..example.tfds_features import Joined, TfdsFeatures, parse_features
+from ..interop.tfds_features import TfdsFeatures, parse_features
+from ..interop.tfds_types import Joined
 from .arrayrecord import ArrayRecordFiles, ArrayRecordSource
 from .blocks import Block, shuffle_blocks
 from .dataset import Dataset

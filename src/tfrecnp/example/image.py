@@ -3,8 +3,8 @@
 The decoder reads the feature as one bytes value per record (`decode_as`), then `finish`
 decodes every image of the batch straight into one preallocated array. The work runs in a
 thread pool; the decoders release the GIL, so the threads use every core. One image's
-decoders, header sniffing and encoding are `image_codecs` (pixels as TensorFlow's
-decode_jpeg / decode_png give them); the resize is `image_resize`.
+decoders, header sniffing and encoding are `tfrecnp.images.codecs` (pixels as TensorFlow's
+decode_jpeg / decode_png give them); the resize is `tfrecnp.images.resize`.
 
 `size=(h, w)` resizes like tf.image.resize (half-pixel centres, no antialias):
 "bilinear", "nearest" or "area"; `dtype="float32"` multiplies by `scale` (default 1/255,
@@ -25,8 +25,7 @@ import numpy as np
 
 from .._util.threads import CPUS, executor
 from ..errors import ImageDecodeError, SchemaError
-from .columns import BytesColumn
-from .image_codecs import (
+from ..images.codecs import (
     DCT_METHODS,
     _ImageFailure,
     decode_image,
@@ -35,7 +34,8 @@ from .image_codecs import (
     image_format,
     read_header,
 )
-from .image_resize import resizer
+from ..images.resize import resizer
+from .columns import BytesColumn
 from .spec import KIND_BYTES, Feature, FixedLen, dtype_name, register_feature_type
 
 __all__ = [

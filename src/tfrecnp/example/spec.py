@@ -45,6 +45,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from .._util.optional import interop
 from .._util.text import format_shape
 
 __all__ = [
@@ -587,7 +588,7 @@ class Sequence:
     ):
         if isinstance(required, str):
             required = (required,)
-        tf_required = _door("tf_spec").required  # TensorFlow's, as TF requires them
+        tf_required = interop("tf_spec").required  # TensorFlow's, as TF requires them
         required = (*required, *tf_required(sequence or {}))
         self.context = as_spec(dict(context or {}), _where="Sequence context")
         self.sequence = as_spec(dict(sequence or {}), _where="Sequence sequence", _steps=True)
@@ -679,21 +680,19 @@ def register_feature_type(cls: type[Feature]) -> type[Feature]:
 LAZY_FEATURE_TYPES = {
     "Image": "tfrecnp.example.image",
     "Text": "tfrecnp.example.text",
-    "TfdsZlibTensor": "tfrecnp.example.tfds_features",
-    "TfdsFrames": "tfrecnp.example.tfds_features",
-    # TFDS features added by issue 25's second pass (tfds_features owner)
     **dict.fromkeys(
-        ["TfdsUint64", "TfdsFloatImage", "TfdsTensorList", "TfdsShapedTensor", "TfdsNestedFrames"],
-        "tfrecnp.example.tfds_features",
+        [
+            "TfdsZlibTensor",
+            "TfdsFrames",
+            "TfdsUint64",
+            "TfdsFloatImage",
+            "TfdsTensorList",
+            "TfdsShapedTensor",
+            "TfdsNestedFrames",
+        ],
+        "tfrecnp.interop.tfds_types",
     ),
 }
-
-
-def _door(name: str) -> Any:
-    """A module built on this one that turns other tools' specs into ours (tf_spec:
-    TensorFlow's feature objects; tfx_schema: TF Metadata schemas), imported by name when
-    first used, as LAZY_FEATURE_TYPES are."""
-    return importlib.import_module(f"tfrecnp.example.{name}")
 
 
 def feature_from_json(obj: dict) -> Feature:
@@ -760,7 +759,7 @@ def as_spec(spec: Any, *, _where: str = "spec", _steps: bool = False) -> Spec:
 
     A pair (context, sequence) of dicts, as tf.io.parse_sequence_example takes them, is a
     Sequence; _steps: the features are per step (a Sequence's sequence features)."""
-    tf, tfx = _door("tf_spec"), _door("tfx_schema")
+    tf, tfx = interop("tf_spec"), interop("tfx_schema")
     if isinstance(spec, Sequence):
         return spec
     if tfx.is_schema(spec):  # a TFX / TF Metadata schema.pbtxt (a path, its text, a Schema)

@@ -22,12 +22,13 @@ import numpy as np
 from .._core import encode
 from .._util.memory import page_releaser
 from .._util.offsets import offsets_of, pack_bytes
+from .._util.optional import interop
 from .._util.sizing import records_per_batch
 from ..errors import SchemaError
 from ..format.frames import OVERHEAD_BYTES
+from ..images.codecs import encode_images
 from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged, check_lengths
 from .image import Image
-from .image_codecs import encode_images
 from .spec import FixedLen, Raw, VarLen
 from .text import Text
 from .write_sequence import SequenceColumn
@@ -577,30 +578,24 @@ def prepare(
 
 
 def arrow_columns(columns: Any) -> Any:
-    """A pyarrow Table or RecordBatch (`tfrecnp.example.arrow.from_arrow`: zero-copy where
+    """A pyarrow Table or RecordBatch (`tfrecnp.interop.arrow.from_arrow`: zero-copy where
     Arrow's layout is NumPy's) or a Hugging Face ``datasets.Dataset``
-    (`tfrecnp.example.hf.hf_columns`) as columns; anything else as it is."""
+    (`tfrecnp.interop.hf.hf_columns`) as columns; anything else as it is."""
     module = type(columns).__module__ or ""
     if module.startswith("pyarrow") and hasattr(columns, "column_names"):
-        from .arrow import from_arrow
-
-        return from_arrow(columns)
+        return interop("arrow").from_arrow(columns)
     if module.startswith("datasets.") and hasattr(columns, "features"):
-        from .hf import hf_columns
-
-        return hf_columns(columns)
+        return interop("hf").hf_columns(columns)
     return columns
 
 
 def arrow_stream(columns: Any) -> Iterator[Any] | None:
     """The record batches of a ``pyarrow.dataset.Dataset`` or ``RecordBatchReader``, pulled
-    one at a time (`tfrecnp.example.arrow.record_batches`); None for any other input (a
+    one at a time (`tfrecnp.interop.arrow.record_batches`); None for any other input (a
     Table is already in memory: it goes through `arrow_columns` whole, without copies)."""
     if not (type(columns).__module__ or "").startswith("pyarrow"):
         return None
-    from .arrow import record_batches
-
-    return record_batches(columns)
+    return interop("arrow").record_batches(columns)
 
 
 def rows_per_slice(cols: list[InputColumn]) -> int:

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SchemaError
-from .spec import Feature, FixedLen, Raw, RowLengths, Sequence, UniformRowLength, VarLen
+from ..example.spec import Feature, FixedLen, Raw, RowLengths, Sequence, UniformRowLength, VarLen
 
 __all__ = [
     "is_schema",
@@ -488,7 +488,7 @@ def schema_text(spec: Any) -> str:
     int64, float32, bytes; tn.Image, tn.Raw and tn.Text as the BYTES they are stored as).
     Raises SchemaError naming a feature no schema can say (a VarLen default, partitions
     other than row lengths and uniform ones, a default that is not one value repeated)."""
-    from .spec import as_spec
+    from ..example.spec import as_spec
 
     spec = as_spec(spec)
     if isinstance(spec, Sequence):

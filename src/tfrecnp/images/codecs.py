@@ -3,7 +3,7 @@
 - JPEG: simplejpeg (libjpeg-turbo) when installed, decoding into the caller's buffer;
   Pillow otherwise, and for CMYK / YCCK JPEGs. simplejpeg is the faster (measured:
   benchmarks/CONSTANTS.md, example.image).
-- PNG: Pillow inflates and unfilters, `image_png` applies libpng's transformations as
+- PNG: Pillow inflates and unfilters, `images.png` applies libpng's transformations as
   TensorFlow asks for them (exact grey, 16-bit samples).
 - Whatever else Pillow opens (GIF, BMP, ...): Pillow.
 
@@ -39,7 +39,7 @@ import numpy as np
 
 from .._util.optional import require
 from .._util.threads import CPUS, executor
-from .image_png import decode_png, png_info
+from .png import decode_png, png_info
 
 __all__ = [
     "decode_image",
@@ -244,7 +244,7 @@ def _pil_array(im: Any) -> tuple[np.ndarray, str]:
 
 
 def _to_channels(a: np.ndarray, mode: str, channels: int | None) -> np.ndarray:
-    """Convert like TensorFlow's decoders do (see the module docstring); PNG is image_png's."""
+    """Convert like TensorFlow's decoders do (see the module docstring); PNG is images.png's."""
     if mode == "CMYK":  # Pillow un-inverts Adobe CMYK; TensorFlow gives c * k / 255
         inv = 255 - a.astype(np.uint16)
         rgb = inv[:, :, :3] * inv[:, :, 3:4] // 255

@@ -21,7 +21,7 @@ without nulls and large binary / large list offsets are views; bool, 32-bit offs
 string, list), view types, dictionaries and chunked columns are copied once.
 
 Nulls read as TensorFlow reads a missing feature and pandas a missing float (NaN; see
-`tfrecnp.example.arrow_nulls`). What TFRecord cannot hold is refused by name: structs, maps,
+`tfrecnp.interop.arrow_nulls`). What TFRecord cannot hold is refused by name: structs, maps,
 unions, dates, times, timestamps, durations, decimals (see `_why`).
 pyarrow is imported on first use (``pip install 'tfrecnp[arrow]'``).
 """
@@ -38,11 +38,11 @@ import numpy as np
 from .._util.optional import require
 from .._util.sizing import records_per_batch
 from ..errors import SchemaError
+from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
+from ..example.image import Image
+from ..example.spec import FixedLen, Raw, VarLen
+from ..example.text import Text, as_text
 from .arrow_nulls import _NullError, fill_row_nulls, fill_value_nulls, null_message
-from .columns import BytesColumn, LazyBytes, LazyRagged, Ragged
-from .image import Image
-from .spec import FixedLen, Raw, VarLen
-from .text import Text, as_text
 
 __all__ = [
     "arrow_type",
@@ -182,7 +182,7 @@ def from_arrow(
     primitives -> ndarrays, fixed-size lists -> ndarrays [n, *shape], lists -> Ragged,
     binary / string -> BytesColumn. With a spec (a dict), list columns of a FixedLen or
     Raw feature become dense arrays of its shape. Nulls read as missing values
-    (`tfrecnp.example.arrow_nulls`: NaN for floats, empty VarLen rows, FixedLen defaults).
+    (`tfrecnp.interop.arrow_nulls`: NaN for floats, empty VarLen rows, FixedLen defaults).
     Raises SchemaError naming the column for types TFRecord cannot hold, and the column and
     row (``where(row)``, e.g. "row 7 of x.parquet") for a null it has no value for.
     """
@@ -229,7 +229,7 @@ def _dense_rows(name: str, col: Ragged, shape: Any, where: Callable[[int], str] 
 
 def column_from_arrow(arr: Any, feature: Any = None) -> Any:
     """One Arrow array as a column (raises _Refused, naming what is wrong, or _NullError
-    for a null the feature has no value for: see `tfrecnp.example.arrow_nulls`)."""
+    for a null the feature has no value for: see `tfrecnp.interop.arrow_nulls`)."""
     return _column(arr, feature, inside=False)
 
 
@@ -387,7 +387,7 @@ def _fragment_batches(fragment: Any, names: list[str], rows: int, pds: Any) -> I
 
 def _conform(batch: Any, schema: Any, keys: Mapping[str, Any]) -> Any:
     """A file's batch in the dataset's schema: its partition keys as columns, a column the
-    file lacks as nulls (read later as missing features: `tfrecnp.example.arrow_nulls`),
+    file lacks as nulls (read later as missing features: `tfrecnp.interop.arrow_nulls`),
     types cast."""
     pa = pyarrow()
     if not keys and batch.schema.equals(schema):

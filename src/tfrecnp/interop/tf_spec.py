@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from .spec import Feature, FixedLen, Sequence, Spec, VarLen, _value_dtype, as_spec
+from ..example.spec import Feature, FixedLen, Sequence, Spec, VarLen, _value_dtype, as_spec
 
 __all__ = ["is_tf_feature", "required", "spec_from_tf", "tf_feature"]
 

@@ -1,6 +1,6 @@
 """Hugging Face `datasets`: Features <-> spec, and a ``datasets.Dataset`` as columns.
 
-Both directions go through Arrow (`tfrecnp.example.arrow`), column by column, never a
+Both directions go through Arrow (`tfrecnp.interop.arrow`), column by column, never a
 Python loop per record: a datasets.Dataset is an Arrow table (memory-mapped from its
 cache), and the table of a tfrecnp Dataset is one too.
 
@@ -38,11 +38,11 @@ import numpy as np
 
 from .._util.optional import require
 from ..errors import SchemaError
+from ..example.columns import Ragged
+from ..example.image import Image
+from ..example.spec import FixedLen, Raw, VarLen
+from ..example.text import Text
 from .arrow import from_arrow
-from .columns import Ragged
-from .image import Image
-from .spec import FixedLen, Raw, VarLen
-from .text import Text
 
 __all__ = [
     "encoded_images",
