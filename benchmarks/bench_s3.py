@@ -432,10 +432,12 @@ def main(argv: list[str] | None = None) -> int:
             region_name="us-east-1",
         ).create_bucket(Bucket=BUCKET)
         shards, rows = NUMERIC[mode]
-        data = {
-            "numeric": (_tf_shards(f"s3-numeric-{rows}", "numeric", shards, rows), shards * rows),
-            "raw": (_tf_shards(f"s3-raw-{RAW[mode]}", "raw", 1, RAW[mode]), RAW[mode]),
-        }
+        data = {}
+        if args.only in (None, "numeric"):
+            numeric = _tf_shards(f"s3-numeric-{rows}", "numeric", shards, rows)
+            data["numeric"] = (numeric, shards * rows)
+        if args.only in (None, "raw"):
+            data["raw"] = (_tf_shards(f"s3-raw-{RAW[mode]}", "raw", 1, RAW[mode]), RAW[mode])
         for kind, (paths, _) in data.items():
             for p in paths:
                 for f in (p, p + ".idx"):

@@ -29,11 +29,12 @@ def _own_cache(tmp_path, monkeypatch):
 @pytest.fixture
 def small_ranges(monkeypatch):
     """Ranged GETs of 64 KiB (a pass over 2 MB crosses dozens), 16 KiB heads, 256 KiB
-    shuffle pieces."""
+    shuffle pieces, reads by position joined across gaps of 64 KiB at most."""
     monkeypatch.setattr(fs, "READ_AHEAD", 64 << 10)
     monkeypatch.setattr(fs, "START_BYTES", 16 << 10)
     monkeypatch.setattr(fs, "HEAD_BYTES", 16 << 10)
     monkeypatch.setattr(files_module, "PIECE_BYTES", 256 << 10)
+    monkeypatch.setattr(files_module, "REMOTE_GAP", 64 << 10)  # < a piece, as by default
     monkeypatch.setattr(files_module, "SHUFFLE_WINDOW", 3)
 
 
@@ -356,3 +357,34 @@ def test_dataloader_workers_read_a_bucket_by_batched_ranges(s3, shards):
         seen.append(labels)
     assert np.concatenate(seen).tolist() == picks
     assert isinstance(batch["x"], torch.Tensor)
+
+
+def test_shuffle_true_of_big_records_moves_the_dataset_once(s3, tmp_path, small_ranges):
+    """16 KiB records (read by position in pieces when local): from a bucket, whole windows
+    of pieces, each byte moved about once."""
+    rng = np.random.default_rng(2)
+    cols = {
+        "label": np.arange(400, dtype=np.int64),
+        "data": rng.standard_normal((400, 64, 64)).astype(np.float32),
+    }
+    (tmp_path / "big").mkdir()
+    out = tn.write(
+        tmp_path / "big" / "big.tfrecord",
+        cols,
+        encoding={"data": "raw"},
+        records_per_shard=100,
+        index=True,
+        progress=False,
+    )
+    total = _upload(s3, out.paths, "big")
+    ds = tn.open(s3.url("big/"), storage_options=s3.options, spec=out.spec)
+    len(ds)
+    sent = Sent(s3)
+    mark = sent.mark()
+    got = list(ds.batches(64, shuffle=True, seed=1))
+    moved = sum(stop - start for _, _, start, stop, _ in sent.since(mark))
+    labels = np.concatenate([b["label"] for b in got])
+    assert sorted(labels.tolist()) == list(range(400)) and labels.tolist() != list(range(400))
+    for b in got:
+        np.testing.assert_array_equal(b["data"], cols["data"][b["label"]])
+    assert total * 0.9 <= moved <= 1.1 * total

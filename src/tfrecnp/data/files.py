@@ -66,7 +66,9 @@ OPEN_FILES = 64  # file handles a dataset keeps open for positioned reads, at mo
 # twice the bytes asked for: a read moves at most 3x what it asks for (a 1 % sample, 3 %).
 REMOTE_GAP = 1 << 20
 FREE_GAP = 1 << 10  # ... and across any gap this small (a request's own headers weigh more)
-PIECE_BYTES = 4 << 20  # a shuffled pass over remote files reads pieces of this size ...
+# a shuffled pass over remote files reads pieces of this size (more than REMOTE_GAP: a
+# window's read never joins pieces across one it does not hold, which another reads) ...
+PIECE_BYTES = 4 << 20
 SHUFFLE_WINDOW = 16  # ... in a random order, records shuffled within this many pieces
 INDEX_THREADS = 16  # remote files' indexes fetched this many at once
 

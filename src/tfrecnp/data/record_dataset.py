@@ -48,7 +48,7 @@ from .blocks import (
     shuffle_numbers,
     shuffle_records,
 )
-from .dataset import Batch, Dataset, _nbytes
+from .dataset import Batch, Dataset, column_nbytes
 from .files import Files, read_one, read_rows, read_span, shuffled_pieces, verified_rows
 from .gather import gather, gather_range, rebatch
 from .source import IN_ORDER, Shuffle, Source
@@ -335,6 +335,8 @@ class RecordSource(Source):
         local = self.files.local_plain
         if shuffle.kind == "all" or local:  # read by position: index the files now (for
             self.files.index()  # shuffle=N in local files: a pool of numbers, not records)
+        if self.files.remote and shuffle.kind == "all":  # whole windows of pieces, each
+            return "ahead"  # read once (_global_shuffle); picked pieces would read it twice
         if self.by_position() and (shuffle.kind == "all" or local or mean >= PICKED_RECORD_BYTES):
             return "picked"
         # pooled in their frames; compressed streams keep a reading thread of their own
@@ -388,12 +390,7 @@ class RecordSource(Source):
         rng = shuffle.rng()
         if shuffle.kind == "all":
             a, b = self.span(start, stop)
-            if self.files.remote:  # whole pieces in a random order (files.shuffled_pieces)
-                order = np.concatenate(
-                    [np.empty(0, np.int64), *shuffled_pieces(self.files, a, b, rng)]
-                )
-            else:
-                order = a + rng.permutation(b - a)
+            order = a + rng.permutation(b - a)
             picks: Iterator[np.ndarray] = (
                 order[x : x + block] for x in range(0, len(order), block)
             )
@@ -706,7 +703,7 @@ class RecordSource(Source):
             if isinstance(col, np.ndarray) and not col.dtype.hasobject:
                 est += col.nbytes / len(sample) * n
                 continue
-            size = _nbytes(col)
+            size = column_nbytes(col)
             if payload:
                 est += size / payload * total_payload
             else:
