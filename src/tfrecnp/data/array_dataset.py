@@ -30,7 +30,7 @@ from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from ..example.padding import feature_names
 from ..format.payloads import Origins
 from .blocks import Block, shuffle_blocks
-from .dataset import Batch, Dataset, _nbytes
+from .dataset import Batch, Dataset, column_nbytes
 from .files import RandomAccessError
 from .source import Shuffle, Source
 
@@ -246,7 +246,7 @@ class TableSource(Source):
 
 def _row_bytes(col: Any, n: int) -> float:
     if isinstance(col, (Ragged, BytesColumn)):
-        return _nbytes(col) / max(1, n)
+        return column_nbytes(col) / max(1, n)
     if isinstance(col, (LazyRagged, LazyBytes)):
         values = col.values
         size = getattr(values, "nbytes", None)

@@ -43,7 +43,7 @@ from ..format.arrayrecord import ArrayRecordFile, is_array_record_source, list_a
 from ..format.damage import DamagePolicy
 from ..format.payloads import LOC_BITS, Origins, RecordBatch
 from .blocks import Block, shuffle_blocks
-from .dataset import Batch, Dataset, _nbytes
+from .dataset import Batch, Dataset, column_nbytes
 from .source import Shuffle, Source
 
 __all__ = [
@@ -477,7 +477,7 @@ class ArrayRecordSource(Source):
         if self._sized is None:
             sample = self.sample()
             cols = self._decode(sample) if len(sample) else {}
-            self._sized = (sum(_nbytes(c) for c in cols.values()), len(sample))
+            self._sized = (sum(column_nbytes(c) for c in cols.values()), len(sample))
         size, k = self._sized
         return (int(size / k * (b - a)) if k else 0), k
 

@@ -323,7 +323,7 @@ class Dataset:
         dict
             {feature: column}: ndarrays, tn.Ragged or tn.BytesColumn (or dense arrays with pad).
         """
-        _check_batch_size(batch_size)
+        check_batch_size(batch_size)
         order = Shuffle.of(shuffle, seed)
         if prefetch < 0:
             raise ValueError(f"prefetch must be >= 0, not {prefetch}")
@@ -545,7 +545,7 @@ class Dataset:
         output is built in a local temporary folder and uploaded when complete."""
         fmt = output_format(out, format)
         if batch_size is not None:
-            _check_batch_size(batch_size)
+            check_batch_size(batch_size)
         total, size = self.source.progress_totals(self._start, self._stop)
         sink = ArraySink(fs.resolve(out, storage_options), fmt, spec=self.spec, overwrite=overwrite)
         bar = Progress(f"saving {os.fspath(out)}", total=total, total_bytes=size, enabled=progress)
@@ -594,7 +594,7 @@ class Dataset:
         from ..adapters.tf import to_tf
 
         if batch_size is not None:
-            _check_batch_size(batch_size)
+            check_batch_size(batch_size)
         return to_tf(
             self,
             batch_size,
@@ -647,7 +647,7 @@ class Dataset:
         """
         from ..adapters.torch import TorchBatches
 
-        _check_batch_size(batch_size)
+        check_batch_size(batch_size)
         return TorchBatches(
             self,
             batch_size,
@@ -764,20 +764,20 @@ def _row_values(col: Any) -> list:
     return list(col)
 
 
-def _check_batch_size(batch_size: Any) -> None:
+def check_batch_size(batch_size: Any) -> None:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)):
         raise TypeError(f"batch_size must be an int, not {batch_size!r}")
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, not {batch_size}")
 
 
-def _nbytes(col: Any) -> int:
+def column_nbytes(col: Any) -> int:
     if isinstance(col, np.ndarray):
         if col.dtype.hasobject:
             return int(col.size * 8 + sum(len(v) + 33 for v in col.reshape(-1).tolist()))
         return int(col.nbytes)
     if isinstance(col, Ragged):
-        return _nbytes(col.values) + int(col.row_splits.nbytes)
+        return column_nbytes(col.values) + int(col.row_splits.nbytes)
     if isinstance(col, BytesColumn):
         return int(col.data.nbytes + col.offsets.nbytes)
     return 0

@@ -31,7 +31,7 @@ from ..errors import SchemaError
 from ..example.columns import concat_columns, slice_column, take_column
 from ..example.padding import padder
 from .blocks import block_records
-from .dataset import Batch, _check_batch_size
+from .dataset import Batch, check_batch_size
 
 __all__ = ["Mixed", "mix"]
 
@@ -212,7 +212,7 @@ class Mixed:
         """Mixed batches of batch_size records. Options as `Dataset.batches`: shuffle
         applies to each dataset, pad to the mixed batch; seed (default: the mix's) makes
         the draws and the shuffles reproducible."""
-        _check_batch_size(batch_size)
+        check_batch_size(batch_size)
         seed = self.seed if seed is None else seed
         pad_rows, _ = padder(self.spec, pad, truncate=truncate)
         options = {"shuffle": shuffle, "prefetch": prefetch, "threads": threads}
@@ -290,5 +290,5 @@ class Mixed:
         shard of every dataset (options as `Dataset.to_torch`)."""
         from ..adapters.torch import TorchBatches
 
-        _check_batch_size(batch_size)
+        check_batch_size(batch_size)
         return TorchBatches(self, batch_size, **options)

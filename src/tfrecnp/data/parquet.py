@@ -46,7 +46,7 @@ from ..example.text import Text
 from ..format.payloads import Origins
 from ..interop.arrow import from_arrow, pyarrow, spec_of_arrow
 from .blocks import Block, shuffle_blocks
-from .dataset import Batch, Dataset, _nbytes
+from .dataset import Batch, Dataset, column_nbytes
 from .parquet_write import Stitched, column_options, encode
 from .source import Shuffle, Source
 
@@ -364,7 +364,7 @@ class ArrowFileSource(Source):
         if self._sample is None:
             n = min(SAMPLE_ROWS, self.count())
             cols = self.read_span(0, n) if n else {}
-            size = sum(_nbytes(c) for c in cols.values())
+            size = sum(column_nbytes(c) for c in cols.values())
             self._sample = (size / n if n else 8.0, n)
         return self._sample
 

@@ -75,7 +75,7 @@ SPEC_FORMAT = "tfrecnp.spec/1"
 CONTEXT_PREFIX = "context/"  # a context column whose name is a feature list's too
 
 
-def _shape(shape: Any, what: str, *, allow_unknown: bool = False) -> tuple[int, ...]:
+def as_shape(shape: Any, what: str, *, allow_unknown: bool = False) -> tuple[int, ...]:
     """An int or a sequence of ints -> a tuple of ints >= 0 (one -1 if allow_unknown)."""
     if shape is None:
         raise ValueError(f"{what} must be a tuple of ints, not None")
@@ -116,7 +116,7 @@ def dtype_name(dtype: Any) -> str:
     return dt.newbyteorder("=").name if dt.byteorder not in "=|" else dt.name
 
 
-def _value_dtype(dtype: Any) -> str:
+def value_dtype(dtype: Any) -> str:
     """A FixedLen/VarLen dtype: "bytes" or a NumPy bool/integer/float dtype name."""
     name = dtype_name(dtype)
     if name != "bytes" and np.dtype(name).kind not in "biuf":
@@ -134,11 +134,11 @@ def kind_of(dtype: str) -> int:
     return KIND_FLOAT if np.dtype(dtype).kind == "f" else KIND_INT64
 
 
-def _encode_default(value: Any) -> Any:
+def default_to_json(value: Any) -> Any:
     if isinstance(value, np.ndarray):
         value = value.tolist()
     if isinstance(value, list):
-        return [_encode_default(v) for v in value]
+        return [default_to_json(v) for v in value]
     if isinstance(value, bytes):
         return {"base64": base64.b64encode(value).decode("ascii")}
     if isinstance(value, float) and not math.isfinite(value):
@@ -146,9 +146,9 @@ def _encode_default(value: Any) -> Any:
     return value
 
 
-def _decode_default(value: Any) -> Any:
+def default_from_json(value: Any) -> Any:
     if isinstance(value, list):
-        return [_decode_default(v) for v in value]
+        return [default_from_json(v) for v in value]
     if isinstance(value, dict) and "base64" in value:
         return base64.b64decode(value["base64"])
     if isinstance(value, dict) and "float" in value:
@@ -214,8 +214,8 @@ class FixedLen(Feature):
     type_name = "FixedLen"
 
     def __init__(self, shape: Any, dtype: Any, default: Any = None):
-        self.shape = _shape(shape, "FixedLen shape")
-        self.dtype = _value_dtype(dtype)
+        self.shape = as_shape(shape, "FixedLen shape")
+        self.dtype = value_dtype(dtype)
         self.default = None if default is None else self._check_default(default)
 
     def _check_default(self, default: Any) -> np.ndarray:
@@ -263,14 +263,14 @@ class FixedLen(Feature):
     def to_json(self) -> dict:
         out = {"type": "FixedLen", "shape": list(self.shape), "dtype": self.dtype}
         if self.default is not None:
-            out["default"] = _encode_default(self.default)
+            out["default"] = default_to_json(self.default)
         return out
 
     @classmethod
     def from_json(cls, obj: dict) -> FixedLen:
         default = obj.get("default")
         return cls(
-            obj["shape"], obj["dtype"], None if default is None else _decode_default(default)
+            obj["shape"], obj["dtype"], None if default is None else default_from_json(default)
         )
 
     def spell(self) -> str:
@@ -419,8 +419,8 @@ class VarLen(Feature):
         key: str | None = None,
         default: Any = None,
     ):
-        self.dtype = _value_dtype(dtype)
-        inner = _shape(inner_shape, "VarLen inner_shape")
+        self.dtype = value_dtype(dtype)
+        inner = as_shape(inner_shape, "VarLen inner_shape")
         parts = [as_partition(p) for p in partitions]
         while parts and isinstance(parts[-1], UniformRowLength):
             inner = (parts.pop().length, *inner)  # fixed rows innermost: an inner shape
@@ -477,7 +477,7 @@ class VarLen(Feature):
         if self.key is not None:
             out["key"] = self.key
         if self.default is not None:
-            out["default"] = _encode_default(self.default)
+            out["default"] = default_to_json(self.default)
         return out
 
     @classmethod
@@ -488,7 +488,7 @@ class VarLen(Feature):
             obj.get("inner_shape", ()),
             partitions=obj.get("partitions", ()),
             key=obj.get("key"),
-            default=None if default is None else _decode_default(default),
+            default=None if default is None else default_from_json(default),
         )
 
     def spell(self) -> str:
@@ -522,7 +522,7 @@ class Raw(Feature):
                 "(for the bytes themselves use tn.Bytes())"
             )
         self.dtype = name
-        self.shape = None if shape is None else _shape(shape, "Raw shape", allow_unknown=True)
+        self.shape = None if shape is None else as_shape(shape, "Raw shape", allow_unknown=True)
 
     @property
     def kind(self) -> int:

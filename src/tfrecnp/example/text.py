@@ -27,9 +27,9 @@ from .spec import (
     Feature,
     FixedLen,
     VarLen,
-    _decode_default,
-    _encode_default,
-    _shape,
+    as_shape,
+    default_from_json,
+    default_to_json,
     register_feature_type,
 )
 
@@ -59,7 +59,7 @@ class Text(Feature):
     def __init__(self, shape: Any = (), *, default: Any = None, errors: str = "strict"):
         if errors not in TEXT_ERRORS:
             raise ValueError(f"Text errors must be one of {TEXT_ERRORS}, not {errors!r}")
-        dims = None if shape is None else _shape(shape, "Text shape", allow_unknown=True)
+        dims = None if shape is None else as_shape(shape, "Text shape", allow_unknown=True)
         if dims is not None and -1 in dims[1:]:
             raise ValueError(f"Text shape {shape!r}: only the first axis may vary (-1)")
         if dims is not None and dims[:1] == (-1,):
@@ -111,7 +111,7 @@ class Text(Feature):
             out["shape"] = None if self.shape is None else list(self.shape)
         default = self.default
         if default is not None:
-            out["default"] = _encode_default(default)
+            out["default"] = default_to_json(default)
         if self.errors != "strict":
             out["errors"] = self.errors
         return out
@@ -121,7 +121,7 @@ class Text(Feature):
         default = obj.get("default")
         return cls(
             obj.get("shape", ()),
-            default=None if default is None else _decode_default(default),
+            default=None if default is None else default_from_json(default),
             errors=obj.get("errors", "strict"),
         )
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..example.spec import Feature, FixedLen, Sequence, Spec, VarLen, _value_dtype, as_spec
+from ..example.spec import Feature, FixedLen, Sequence, Spec, VarLen, as_spec, value_dtype
 
 __all__ = ["is_tf_feature", "required", "spec_from_tf", "tf_feature"]
 
@@ -37,7 +37,7 @@ def _tf_feature_of(name: str, obj: Any, *, sequence: bool) -> Feature:
     kind = type(obj).__name__
     if kind == "SparseFeature":
         return _unsupported(name, obj, "any arguments")
-    dtype = _value_dtype(obj.dtype)
+    dtype = value_dtype(obj.dtype)
     if kind == "FixedLenFeature":
         if obj.shape is None:
             raise ValueError(
