@@ -388,3 +388,20 @@ def test_shuffle_true_of_big_records_moves_the_dataset_once(s3, tmp_path, small_
     for b in got:
         np.testing.assert_array_equal(b["data"], cols["data"][b["label"]])
     assert total * 0.9 <= moved <= 1.1 * total
+
+
+def test_an_open_keeps_the_heads_of_a_few_files_only(s3, shards, small_ranges, monkeypatch):
+    """Opening many shards reads each one's first bytes (its compression), but keeps a
+    head's worth (16 KiB here) only for the first HEADS_KEPT (2 here): an open of ten
+    thousand shards does not move ten thousand heads."""
+    monkeypatch.setattr(fs, "HEADS_KEPT", 2)
+    monkeypatch.setattr(fs, "_HEADS", type(fs._HEADS)())
+    _upload(s3, shards, "heads")
+    sent = Sent(s3)
+    mark = sent.mark()
+    tn.open(s3.url("heads/"), storage_options=s3.options)
+    firsts = sorted((r[1], r[3] - r[2]) for r in sent.since(mark) if r[2] == 0)
+    names = sorted("heads/" + p.rsplit("/", 1)[-1] for p in shards)
+    # (the spec, inferred from every file's first records here, reads files 2 and 3 too)
+    assert [f for f in firsts if f[0] in names[:2]] == [(names[0], 16 << 10), (names[1], 16 << 10)]
+    assert [f for f in firsts if f[1] == 12] == [(names[2], 12), (names[3], 12)]

@@ -506,11 +506,12 @@ _HEADS: OrderedDict = OrderedDict()  # (url, size, etag) -> its first bytes, HEA
 _HEADS_LOCK = threading.Lock()
 
 
-def read_head(path: Any, n: int) -> bytes:
-    """The first n bytes of a file (fewer if it is shorter). A remote file's first
-    HEAD_BYTES are read (one GET) and kept for the last HEADS_KEPT files: the readers
-    that follow (a spec inferred from the first records, a pass's first range) take
-    them without a request."""
+def read_head(path: Any, n: int, *, keep: bool = True) -> bytes:
+    """The first n bytes of a file (fewer if it is shorter). keep: of a remote file,
+    its first HEAD_BYTES are read (one GET) and kept, for the last HEADS_KEPT files:
+    the readers that follow (a spec inferred from the first records, a pass's first
+    range) take them without a request; keep=False reads just n bytes (a file among
+    thousands)."""
     if not is_url(path):
         with builtins.open(path, "rb") as f:
             return f.read(n)
@@ -519,9 +520,11 @@ def read_head(path: Any, n: int) -> bytes:
     # it, or one HEAD, before any bytes are asked for.
     total = size(path)
     got = cached_head(path)
-    if got is None or len(got) < min(n, total):
-        m = min(total, max(n, HEAD_BYTES))
-        got = read_ranges(path, [0], [m])[0] if m > 0 else b""
+    if got is not None and len(got) >= min(n, total):
+        return got[:n]
+    m = min(total, max(n, HEAD_BYTES) if keep else n)
+    got = read_ranges(path, [0], [m])[0] if m > 0 else b""
+    if keep and etag(path) is not None:
         with _HEADS_LOCK:
             _HEADS[_head_key(path)] = got
             while len(_HEADS) > HEADS_KEPT:

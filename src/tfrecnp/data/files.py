@@ -498,13 +498,17 @@ class Files:
 
 def _compressions(paths: list[str], compression: str | None) -> list[str | None]:
     """Each file's compression; remote files are asked about 32 at a time (a request
-    each), local ones in turn."""
-    if not any(fs.is_url(p) for p in paths) or len(paths) < 2:
+    each), the first bytes of the first fs.HEADS_KEPT kept for the spec's inference and
+    the first batch (64 KiB each); local ones in turn."""
+    if not any(fs.is_url(p) for p in paths):
         return [file_compression(p, compression) for p in paths]
     from concurrent.futures import ThreadPoolExecutor
 
-    with ThreadPoolExecutor(32) as pool:
-        return list(pool.map(lambda p: file_compression(p, compression), paths))
+    def one(k: int) -> str | None:
+        return file_compression(paths[k], compression, keep=k < fs.HEADS_KEPT)
+
+    with ThreadPoolExecutor(max(1, min(32, len(paths)))) as pool:
+        return list(pool.map(one, range(len(paths))))
 
 
 _PREADV = getattr(os, "preadv", None)  # ds[i] reads its one frame with it

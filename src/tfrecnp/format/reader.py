@@ -73,12 +73,15 @@ MAX_PLAUSIBLE_LENGTH = 1 << 31  # protobuf messages stop at 2 GiB; past this a l
 MAX_RECORD_BYTES = 1 << 30
 
 
-def file_compression(path: PathLike, compression: str | None = "auto") -> str | None:
-    """The compression of one file: as given, or detected from its first bytes for "auto"."""
+def file_compression(
+    path: PathLike, compression: str | None = "auto", *, keep: bool = True
+) -> str | None:
+    """The compression of one file: as given, or detected from its first bytes for "auto"
+    (keep: a remote file's first bytes kept for the readers that follow, fs.read_head)."""
     compression = normalize_compression(compression)
     if compression != "auto":
         return compression
-    return detect_compression(fs.read_head(path, HEADER_BYTES))
+    return detect_compression(fs.read_head(path, HEADER_BYTES, keep=keep))
 
 
 class _Stream:
