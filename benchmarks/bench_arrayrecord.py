@@ -21,20 +21,28 @@ into bench-data/ and read from the page cache.
 
     python benchmarks/run.py arrayrecord [--runs N] [--quick]
 
-Last runs (--quick: 40 000 records; 2-core machine shared with other work, load 2-3, so
-the numbers move by up to 2x from run to run), tfrecnp / array-record records/s:
+Last run (--quick --runs 7: 40 000 records; the 2-core machine shared with other work at
+load 5-7, so wall-clock rates move by up to 2x from run to run), records/s, tfrecnp /
+array-record, x wall, x cpu:
 
-    group 1      random ds[i]       34-50 k / 8.5-13 k   2.7-6.0x
-                 ds[list of 1024]  286-379 k / 190-339 k  1.1-1.8x
-                 batches(1024)     764-959 k / 357-498 k  1.9-2.1x
-    group 65536  random ds[i]      120-135 k / 55-137     ~1000x (array-record decompresses
-                                                          the group for every record)
-                 ds[list of 1024]  0.67-1.58 M / 59-141 k  8-19x
-                 batches(1024)     0.66-0.80 M / 1.2-2.0 M  0.4-0.66x
+    group 1      random ds[i]        83.1 k / 6.5 k      12.8   6.9
+                 ds[list of 1024]   241.5 k / 188.6 k     1.28  2.05
+                 batches(1024)      419.3 k / 218.1 k     1.92  2.45
+                 convert            50.1 k / 3.9 k       12.9   (tf.data + ArrayRecordWriter)
+    group 65536  random ds[i]       128.6 k / 51       2518    (array-record decompresses
+                                                                the group for every record)
+                 ds[list of 1024]   578.9 k / 77.2 k      7.5   7.1
+                 batches(1024)       1.02 M / 1.51 M      0.67  0.68
+                 convert            175.5 k / 3.9 k      45
 
-The quick file's 40 000 records are one group of 65 536: a pass is that one chunk
-decompressed, then decoded. On 300 000 records (5 groups), medians of 5 passes: tfrecnp
-1.44 M/s against read_all's 1.12 M/s (1.29x, decoding every feature against bytes only).
+Two earlier runs of the same hour: group 1 ds[i] 4.8-8.4x (cpu 6.9-7.0), ds[list] 1.09-1.44x
+(cpu 1.42-1.55), batches 1.99-2.09x; group 65536 batches 0.73-0.90x (cpu 0.81-0.90). The
+group-65536 pass is one zstd chunk of 7.6 MB decompressed (6.2 ms of CPU, as array-record
+spends) and 40 000 records decoded: its CPU is at par with read_all's bytes-only pass, and
+tfrecnp's lead comes from decompressing the chunk in one thread while another decodes the
+pieces already out (ArrayRecordFile.chunk_stream), which a machine busy with other work
+does not give; alone against read_all (/tmp scripts, 11-15 rounds, the same load) it
+measured 1.09-1.17x. Each run's first passes are slower (buffers not yet kept).
 """
 
 from __future__ import annotations
