@@ -41,8 +41,8 @@ group-65536 pass is one zstd chunk of 7.6 MB decompressed (6.2 ms of CPU, as arr
 spends) and 40 000 records decoded: its CPU is at par with read_all's bytes-only pass, and
 tfrecnp's lead comes from decompressing the chunk in one thread while another decodes the
 pieces already out (ArrayRecordFile.chunk_stream), which a machine busy with other work
-does not give; alone against read_all (/tmp scripts, 11-15 rounds, the same load) it
-measured 1.09-1.17x. Each run's first passes are slower (buffers not yet kept).
+does not give; the pass and read_all alone, round-robin (11-15 rounds, the same load),
+measured 0.9-1.17x. Each run's first passes are slower (buffers not yet kept).
 """
 
 from __future__ import annotations
