@@ -8,7 +8,9 @@ read with its hashes checked and decompressed whole, so:
 
 - a pass in file order (and ``shuffle=N``, whose pieces are runs of chunks in random order)
   reads runs of chunks of about a block's records with one positioned read, and
-  decompresses each chunk once;
+  decompresses each chunk once, in a thread of its own while another decodes; a chunk of
+  more records than a block (group_size 65 536) is decompressed piece by piece as its
+  records are served, so that its decode starts before its last byte is out;
 - reads by position (``ds[i]``, ``ds[list]``, ``shuffle=True``) take chunks from a cache
   of decompressed chunks (CACHE_BYTES, least recently used first out), so records of one
   big chunk (group_size 65 536) read one after another decompress it once, and a
@@ -274,7 +276,8 @@ class ArrayRecordFiles:
             first, last = self.chunk_firsts.item(c0), self.chunk_firsts.item(c1)
             rows = (max(a, first) - first, min(b, last) - first)
             stream = None
-            if c1 - c0 == 1 and last - first > STREAM_BLOCKS * block and not self._cache:
+            big = c1 - c0 == 1 and last - first > STREAM_BLOCKS * block
+            if big and self.cached(c0) is None:  # (a group kept from reads by position: span)
                 f = self.files[self.chunk_file.item(c0)]
                 stream = f.chunk_stream(self.chunk_local.item(c0), rows, block, self.verify)
             if stream is not None:
