@@ -158,6 +158,17 @@ _scratch: list[np.ndarray] = []
 _SCRATCH_LOCK = threading.Lock()
 
 
+def _forget_scratch() -> None:
+    """In a forked child: a lock another thread of the parent held stays held here."""
+    global _SCRATCH_LOCK
+    _SCRATCH_LOCK = threading.Lock()
+    _scratch.clear()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    os.register_at_fork(after_in_child=_forget_scratch)
+
+
 def take_scratch(n: int) -> np.ndarray:
     """A uint8 buffer of n bytes (contents undefined) for work that ends before the caller
     returns it (`give_scratch`): buffers kept from earlier reads, so that passes made by
