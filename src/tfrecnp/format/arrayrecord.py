@@ -158,15 +158,15 @@ _scratch: list[np.ndarray] = []
 _SCRATCH_LOCK = threading.Lock()
 
 
-def _forget_scratch() -> None:
+def _after_fork() -> None:
     """In a forked child: a lock another thread of the parent held stays held here."""
-    global _SCRATCH_LOCK
-    _SCRATCH_LOCK = threading.Lock()
+    global _SCRATCH_LOCK, _OPENING
+    _SCRATCH_LOCK, _OPENING = threading.Lock(), threading.Lock()
     _scratch.clear()
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
-    os.register_at_fork(after_in_child=_forget_scratch)
+    os.register_at_fork(after_in_child=_after_fork)
 
 
 def take_scratch(n: int) -> np.ndarray:
