@@ -634,3 +634,24 @@ def test_a_big_group_that_does_not_decompress_is_named(big_group, tmp_path):
     ds.close()
     assert list(ds.batches(100)) == []
     assert [e.record for e in ds.corruptions] == [0]
+
+
+def test_a_file_cut_after_it_was_opened_names_the_chunks_cut_short(tmp_path):
+    """Chunks a few bytes apart are read together with the bytes between them; a file cut
+    inside such a read gives the chunks it holds whole, and names the ones cut short."""
+    path = write_ar(tmp_path / "c.array_record", map(example, range(400)), "group_size:1")
+    ds = tn.open(path, SPEC)
+    skipping = tn.open(path, SPEC, on_error="skip")
+    offsets = ArrayRecordFile(path).footer.offsets
+    assert offsets[301] - offsets[297] < 4096  # 297, 299 and 301: one read, gaps and all
+    with open(path, "r+b") as fh:
+        fh.truncate(int(offsets[300]) + 10)  # inside chunk 300, between 299 and 301
+    ids = [10, 297, 299, 301]
+    with pytest.raises(
+        tn.CorruptRecordError,
+        match=r"chunk cut short .*\(chunk 301 at byte \d+, holding record 301\)",
+    ):
+        ds[ids]
+    assert ds[[10, 297, 299]]["id"].tolist() == [10, 297, 299]
+    assert skipping[ids]["id"].tolist() == [10, 297, 299]
+    assert [e.record for e in skipping.corruptions] == [301]

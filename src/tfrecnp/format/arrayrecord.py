@@ -63,6 +63,7 @@ SIGNATURE = bytes.fromhex(
     "0000000000000000e19f13c0e9b1c37273000000000000000000000000000000"
 )
 SIMPLE, TRANSPOSED = ord("r"), ord("t")
+MERGE_GAP = 4096  # chunks this close are read together, the bytes between them with them
 CODECS = {0: "uncompressed", ord("b"): "brotli", ord("z"): "zstd", ord("s"): "snappy"}
 HINT = "pass on_error='skip' to read the other chunks' records"
 _STATUS = {
@@ -406,22 +407,27 @@ class ArrayRecordFile:
         f = self.footer
         ks = np.asarray(ks, np.int64)
         begins, ends = f.offsets[ks], f.ends[ks]
-        at = offsets_of(ends - begins)
-        buf = take_scratch(int(at[-1]))
-        firsts = np.flatnonzero(np.r_[True, begins[1:] != ends[:-1]])  # runs' first chunks
+        sizes = ends - begins
+        # runs: chunks that follow one another, or lie under MERGE_GAP bytes apart (reading
+        # the gap costs less than another read), each read with one positioned read
+        firsts = np.flatnonzero(np.r_[True, begins[1:] - ends[:-1] > MERGE_GAP])
         stops = np.r_[firsts[1:], len(ks)]
-        wanted = at[stops] - at[firsts]
-        got = self._read_runs(buf, begins[firsts], wanted, at[firsts])
+        run_begin = begins[firsts]
+        run_len = ends[stops - 1] - run_begin
+        run_at = offsets_of(run_len)
+        run = np.repeat(np.arange(len(firsts)), stops - firsts)
+        at = run_at[run] + (begins - run_begin[run])  # each chunk's place in buf
+        buf = take_scratch(int(run_at[-1]))
+        got = self._read_runs(buf, run_begin, run_len, run_at[:-1])
         n = len(ks)
-        out = np.empty(len(buf), np.uint8)
+        out = np.empty(int(sizes.sum()), np.uint8)
         info = np.zeros((n, riegeli.INFO_FIELDS), np.int64)
-        riegeli.unblock_chunks(buf, at[:-1], begins, ends, out, info, check)
+        riegeli.unblock_chunks(buf, at, begins, ends, out, info, check)
         give_scratch(buf)
         del buf
-        if np.any(got < wanted):  # the file ends inside chunks: those are cut short
-            run = np.repeat(np.arange(len(firsts)), stops - firsts)
-            read_to = (at[firsts] + got)[run]
-            info[at[1:] > read_to, 5] = riegeli.OUTSIDE
+        if np.any(got < run_len):  # the file ends inside chunks: those are cut short
+            read_to = (run_at[:-1] + got)[run]
+            info[at + sizes > read_to, 5] = riegeli.OUTSIDE
         status = info[:, 5]
         if np.any((status == riegeli.OK) & (info[:, 2] == TRANSPOSED)):
             raise SchemaError(
