@@ -794,7 +794,10 @@ def mean_frame_bytes(
     None when there are none: what a reader sizes its batches by before an index says
     more. Records are read one at a time, so a file of large ones reads no more than
     needed; damage is skipped, for the reading that follows to report under its own
-    on_error."""
+    on_error. A remote file whose index is cached locally is not read at all."""
+    if isinstance(paths, fs.URL) and (known := cached_index(paths)) is not None:
+        lengths = known.lengths[:records]
+        return float(lengths.mean()) + OVERHEAD_BYTES if len(lengths) else None
     probe = RecordReader(
         paths, compression=compression, on_error="skip", max_record_bytes=max_record_bytes
     )
