@@ -22,27 +22,27 @@ into bench-data/ and read from the page cache.
     python benchmarks/run.py arrayrecord [--runs N] [--quick]
 
 Last run (--quick --runs 7: 40 000 records; the 2-core machine shared with other work at
-load 5-7, so wall-clock rates move by up to 2x from run to run), records/s, tfrecnp /
+load 5-6, so wall-clock rates move by up to 2x from run to run), records/s, tfrecnp /
 array-record, x wall, x cpu:
 
-    group 1      random ds[i]        83.1 k / 6.5 k      12.8   6.9
-                 ds[list of 1024]   241.5 k / 188.6 k     1.28  2.05
-                 batches(1024)      419.3 k / 218.1 k     1.92  2.45
-                 convert            50.1 k / 3.9 k       12.9   (tf.data + ArrayRecordWriter)
-    group 65536  random ds[i]       128.6 k / 51       2518    (array-record decompresses
+    group 1      random ds[i]        38.9 k / 6.7 k       5.82  7.14
+                 ds[list of 1024]   361.5 k / 211.8 k     1.71  1.71
+                 batches(1024)      575.9 k / 359.4 k     1.60  2.32
+                 convert             86.1 k / 5.8 k      14.7   (tf.data + ArrayRecordWriter)
+    group 65536  random ds[i]        92.2 k / 58       1589    (array-record decompresses
                                                                 the group for every record)
-                 ds[list of 1024]   578.9 k / 77.2 k      7.5   7.1
-                 batches(1024)       1.02 M / 1.51 M      0.67  0.68
-                 convert            175.5 k / 3.9 k      45
+                 ds[list of 1024]   535.0 k / 51.2 k     10.5  10.1
+                 batches(1024)      990.5 k / 1.23 M      0.81  0.83
+                 convert            199.2 k / 7.8 k      25.7
 
-Two earlier runs of the same hour: group 1 ds[i] 4.8-8.4x (cpu 6.9-7.0), ds[list] 1.09-1.44x
-(cpu 1.42-1.55), batches 1.99-2.09x; group 65536 batches 0.73-0.90x (cpu 0.81-0.90). The
-group-65536 pass is one zstd chunk of 7.6 MB decompressed (6.2 ms of CPU, as array-record
-spends) and 40 000 records decoded: its CPU is at par with read_all's bytes-only pass, and
-tfrecnp's lead comes from decompressing the chunk in one thread while another decodes the
-pieces already out (ArrayRecordFile.chunk_stream), which a machine busy with other work
-does not give; the pass and read_all alone, round-robin (11-15 rounds, the same load),
-measured 0.9-1.17x. Each run's first passes are slower (buffers not yet kept).
+Four earlier runs of the same hour: group 1 ds[i] 4.8-12.8x (cpu 6.9-7.4), ds[list]
+1.00-1.44x (cpu 1.42-2.05; before chunks a few bytes apart were read together), batches
+1.59-2.09x; group 65536 batches 0.67-0.90x (cpu 0.68-0.90). The group-65536 pass is one
+zstd chunk of 7.6 MB decompressed (6.2 ms of CPU, as array-record spends) and 40 000
+records decoded: its CPU is at parity with read_all's bytes-only pass, and any lead comes
+from decompressing the chunk in one thread while another decodes the pieces already out
+(ArrayRecordFile.chunk_stream), which a machine busy with other work does not give; the
+pass and read_all alone, round-robin (9-15 rounds, the same load), measured 0.9-1.5x.
 """
 
 from __future__ import annotations
