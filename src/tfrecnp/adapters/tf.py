@@ -3,8 +3,9 @@
 Python hands TensorFlow whole blocks (`ds.batches(block)`: thousands of records read and
 decoded by the block path's background thread), each column flattened into a few plain
 tensors; the tf.data graph rebuilds the columns and cuts the user's batches out of the
-blocks (`rebatch` for dense columns; slices when there are Ragged ones, which `rebatch`
-cuts slower), so the per-batch cost is TensorFlow's own, not a trip through Python:
+blocks (`rebatch` for dense columns; when there are Ragged ones, which `rebatch` cuts
+slower, slices of each column's values and row splits), so the per-batch cost is
+TensorFlow's own, not a trip through Python:
 
 - dense columns pass as they are ([n, *shape]);
 - byte strings pass as one scalar string holding the block's bytes plus offsets, cut apart
@@ -65,14 +66,18 @@ def to_tf(
         for cols in blocks:
             yield {name: _parts(cols[name], col) for name, col in fed.items()}
 
+    ragged = any(col.ragged for col in fed.values())
+    cut = batch_size is not None and ragged
+
     def rebuild(parts: dict[str, Any]) -> dict[str, Any]:
-        return {name: _rebuild(tf, parts[name], col) for name, col in fed.items()}
+        flat = {name: _flat(tf, parts[name], col) for name, col in fed.items()}
+        return flat if cut else {name: _nest(tf, *value) for name, value in flat.items()}
 
     data = tf.data.Dataset.from_generator(generate, output_signature=signature)
     data = data.map(rebuild, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if batch_size is None:
         return data.unbatch().prefetch(tf.data.AUTOTUNE)
-    if any(col.ragged for col in fed.values()):
+    if cut:
         data = data.flat_map(lambda cols: _cut(tf, cols, batch_size, drop_remainder))
     else:
         data = data.rebatch(batch_size, drop_remainder=drop_remainder)
@@ -91,27 +96,37 @@ def to_tf(
     return data.prefetch(tf.data.AUTOTUNE)
 
 
-def _cut(tf: Any, cols: dict[str, Any], size: int, drop_remainder: bool) -> Any:
-    """The batches of one block, as slices of it (rebatch, measured, cuts Ragged columns
-    slower than slicing them does)."""
-    first = next(iter(cols.values()))
-    n = first.nrows() if isinstance(first, tf.RaggedTensor) else tf.shape(first, tf.int64)[0]
+def _cut(tf: Any, cols: dict[str, tuple], size: int, drop_remainder: bool) -> Any:
+    """The batches of one block, cut from its flat parts (leaf, *splits): a batch's rows
+    take a slice of each level's splits and of the leaf, then become Ragged (slicing the
+    block's RaggedTensors runs ragged __getitem__'s many ops per batch: more CPU, measured
+    in benchmarks/CONSTANTS.md, adapters.tf.to_tf)."""
+    leaf, *splits = next(iter(cols.values()))
+    n = tf.shape(splits[0], tf.int64)[0] - 1 if splits else tf.shape(leaf, tf.int64)[0]
     end = n - n % size if drop_remainder else n
 
     def cut(a: Any) -> dict[str, Any]:
-        part = {name: value[a : tf.minimum(a + size, n)] for name, value in cols.items()}
-        if drop_remainder:  # slicing forgets that the batch axis is `size` long
-            part = {name: _with_rows(tf, value, size) for name, value in part.items()}
-        return part
+        b = tf.minimum(a + size, n)
+        return {name: _rows(tf, *flat, a=a, b=b, fixed=size if drop_remainder else None)
+                for name, flat in cols.items()}  # fmt: skip
 
     return tf.data.Dataset.range(0, end, size).map(cut)
 
 
-def _with_rows(tf: Any, value: Any, rows: int) -> Any:
-    if isinstance(value, tf.RaggedTensor):
-        splits = tf.ensure_shape(value.row_splits, (rows + 1,))
-        return tf.RaggedTensor.from_row_splits(value.values, splits, validate=False)
-    return tf.ensure_shape(value, (rows, *value.shape[1:]))
+def _rows(tf: Any, leaf: Any, *splits: Any, a: Any, b: Any, fixed: int | None) -> Any:
+    """Rows a..b of a column in flat parts, rebuilt; fixed: the batch's known length (a
+    slice forgets it)."""
+    cut = []
+    for level, s in enumerate(splits):
+        part = s[a : b + 1]
+        if fixed is not None and level == 0:
+            part = tf.ensure_shape(part, (fixed + 1,))
+        cut.append(part - part[0])
+        a, b = part[0], part[-1]
+    leaf = leaf[a:b]
+    if fixed is not None and not splits:
+        leaf = tf.ensure_shape(leaf, (fixed, *leaf.shape[1:]))
+    return _nest(tf, leaf, *cut)
 
 
 # -- the flat parts a column travels in -------------------------------------------------------
@@ -156,16 +171,22 @@ def _bytes_parts(value: Any) -> tuple[bytes, np.ndarray]:
     return b"".join(flat), offsets_of([len(v) for v in flat])
 
 
-def _rebuild(tf: Any, parts: tuple, col: Column) -> Any:
-    if col.dtype == "bytes":
-        blob, offsets, *splits = parts
-        leaf = tf.strings.substr(blob, offsets[:-1], offsets[1:] - offsets[:-1])
-        if not col.ragged:
-            return tf.reshape(leaf, (-1, *col.shape))
-        if col.shape[col.ragged :]:  # bytes in rows of an inner shape (issue 24)
-            leaf = tf.reshape(leaf, (-1, *col.shape[col.ragged :]))
-    else:
-        leaf, *splits = parts
+def _flat(tf: Any, parts: tuple, col: Column) -> tuple:
+    """(leaf, *splits) of a column's parts: byte strings cut apart, rows of the leaf shaped."""
+    if col.dtype != "bytes":
+        return parts
+    blob, offsets, *splits = parts
+    leaf = tf.strings.substr(blob, offsets[:-1], offsets[1:] - offsets[:-1])
+    if not col.ragged:
+        return (tf.reshape(leaf, (-1, *col.shape)),)
+    if col.shape[col.ragged :]:  # bytes in rows of an inner shape (issue 24)
+        leaf = tf.reshape(leaf, (-1, *col.shape[col.ragged :]))
+    return (leaf, *splits)
+
+
+def _nest(tf: Any, leaf: Any, *splits: Any) -> Any:
+    """The column from its flat parts: a tensor, or Ragged over the splits (checked when
+    decoded, so not validated again)."""
     for s in reversed(splits):
         leaf = tf.RaggedTensor.from_row_splits(leaf, s, validate=False)
     return leaf
