@@ -153,8 +153,8 @@ _local = threading.local()
 _OPENING = threading.Lock()
 
 
-SCRATCH_BYTES = 64 << 20  # largest buffer kept for reuse; at most SCRATCH_KEPT of them
-SCRATCH_KEPT = 4
+SCRATCH_BYTES = 32 << 20  # largest buffer kept for reuse; at most SCRATCH_KEPT of them
+SCRATCH_KEPT = 2  # (a chunk read and its copy without block headers: 64 MiB kept at most)
 _scratch: list[np.ndarray] = []
 _SCRATCH_LOCK = threading.Lock()
 
