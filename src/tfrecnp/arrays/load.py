@@ -273,8 +273,8 @@ def _load_npy(path: str) -> Arrays:
     def array(name: str) -> np.ndarray:
         try:
             return np.load(os.path.join(path, name + ".npy"), mmap_mode="r", allow_pickle=False)
-        except ValueError as e:  # a header or size that does not hold: name the file
-            raise ValueError(f"{name}.npy: {e}") from None
+        except (*HEADER_ERRORS, EOFError) as e:  # a header or size that does not hold
+            raise ValueError(f"{name}.npy: {e}") from None  # (or none): name the file
 
     return _build(path, "npy", manifest, array)
 
