@@ -3,9 +3,9 @@
 1. Seed 004: a large .npy into tf.data at batch 32. The seed's recipe (its header bug fixed:
    `np.load(mmap_mode="r")`, chunks of 10 000 rows from a generator into `from_generator`,
    `.unbatch().batch(32).prefetch(AUTOTUNE)`) against `tn.open("big.npy").to_tf(32)`, on a
-   2 GiB float32 .npy (--quick: 256 MiB): records/s and peak RSS (each in its own process);
-   and tf.data's own floor at batch 32 (batches of zeros made in the graph), which bounds
-   what any producer can reach.
+   2 GiB float32 .npy (--quick: 256 MiB): records/s (medians of --runs, the sides in turns)
+   and peak RSS (each in its own process); and tf.data's own floor at batch 32 (batches of
+   zeros made in the graph), which bounds what any producer can reach.
 2. `to_tf(32)` and `to_tf(1024)` over TFRecords against TensorFlow's best pipeline
    (`TFRecordDataset -> batch -> map(parse_example, AUTOTUNE) -> prefetch`) on the same
    TF-written files as bench_training (numeric and tokens), interleaved in one process.
@@ -236,11 +236,14 @@ def main(argv: list[str] | None = None) -> int:
 def _seed_004(args: argparse.Namespace) -> None:
     big = _big_npy(args.quick)
     print(f"1. seed 004: {big.stat().st_size / 2**30:.2f} GiB .npy into tf.data, batch 32")
-    seed, ours = _side("seed", str(big)), _side("ours", str(big))
-    floor = _side("floor", str(big))
-    if any("skip" in r for r in (seed, ours, floor)):
-        print(f"  failed: {seed.get('skip') or ours.get('skip') or floor.get('skip')}")
+    # each side in its own process (its own peak RSS), the three in turns --runs times:
+    # a shared machine's noise falls on all three alike, and the medians are compared
+    runs = [{w: _side(w, str(big)) for w in ("seed", "ours", "floor")} for _ in range(args.runs)]
+    failed = [r["skip"] for run in runs for r in run.values() if "skip" in r]
+    if failed:
+        print(f"  failed: {failed[0]}")
     else:
+        seed, ours, floor = (_medians([run[w] for run in runs]) for w in ("seed", "ours", "floor"))
         print(f"  {'':<22} {'Python loop':>12} {'in graph':>10} {'peak RSS':>10}")
         rows = (("seed 004 recipe", seed), ("tn.open().to_tf(32)", ours),
                 ("tf.data floor (zeros)", floor))  # fmt: skip
@@ -253,6 +256,15 @@ def _seed_004(args: argparse.Namespace) -> None:
             f"from nothing: {floor['rate'] / seed['rate']:.1f}, "
             f"{floor['graph'] / seed['graph']:.1f}"
         )
+
+
+def _medians(results: list[dict]) -> dict:
+    """The median rates of a side's runs, and its largest peak RSS."""
+    return {
+        "rate": statistics.median(r["rate"] for r in results),
+        "graph": statistics.median(r["graph"] for r in results),
+        "rss_mib": max(r["rss_mib"] for r in results),
+    }
 
 
 def _to_tf(args: argparse.Namespace) -> None:
