@@ -13,7 +13,8 @@ from source_contract import SourceTests, record, records
 
 import tfrecnp as tn
 from tfrecnp._core import riegeli
-from tfrecnp.format.arrayrecord import SIGNATURE, ArrayRecordFile, riegeli_hash
+from tfrecnp.format.arrayrecord import ArrayRecordFile
+from tfrecnp.format.riegeli import SIGNATURE, riegeli_hash
 
 arm = pytest.importorskip("array_record.python.array_record_module")
 ards = pytest.importorskip("array_record.python.array_record_data_source")

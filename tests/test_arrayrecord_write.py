@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tfrecnp.format.arrayrecord import SIGNATURE
+from tfrecnp.format.riegeli import SIGNATURE
 
 arm = pytest.importorskip("array_record.python.array_record_module")
 ards = pytest.importorskip("array_record.python.array_record_data_source")

@@ -18,11 +18,11 @@ The facts (Riegeli's ``doc/riegeli_records_file_format.md``, array_record's
   compressed values; a compressed block starts with its decompressed size (varint).
   Transposed chunks ('t', written with ``transpose:true``) are refused by name.
 
-The byte work (hashes, block headers, varints) is the compiled core's (`_core.riegeli`);
-decompressors come from the ``arrayrecord`` extra (zstandard, brotli, cramjam for snappy),
-imported when a chunk needs them. Every chunk's header hash and data hash are checked
-before its bytes are used: damage is a `CorruptRecordError` naming the file, the chunk's
-byte offset and the records it holds.
+The chunks themselves (signature, block and chunk headers, simple chunks decoded,
+decompression) are `riegeli`'s; this module is the file: its footer, chunks read by
+position and in passes, the buffers reads reuse. Every chunk's header hash and data hash
+are checked before its bytes are used: damage is a `CorruptRecordError` naming the file,
+the chunk's byte offset and the records it holds.
 """
 
 from __future__ import annotations
@@ -42,41 +42,30 @@ from .._util.offsets import offsets_of
 from .._util.optional import require
 from ..errors import CorruptRecordError, SchemaError
 from .payloads import Origins, RecordBatch
+from .riegeli import (  # (the chunks' format; `riegeli` above is the core's byte work)
+    BLOCK,
+    CHUNK_STATUS,
+    MAGIC,
+    SIGNATURE,
+    SIMPLE,
+    TRANSPOSED,
+    decode_simple,
+    decode_simple_chunks,
+    footer_metadata,
+    zstd_decompressor,
+)
 
 __all__ = [
-    "SIGNATURE",
     "ArrayRecordFile",
     "file_batches",
     "is_array_record",
     "is_array_record_source",
     "list_array_record",
     "rebatch",
-    "riegeli_hash",
 ]
 
-BLOCK = 1 << 16
-BLOCK_HEADER = 24
-CHUNK_HEADER = 40
-MAGIC = 0x71930E704FDAE05E  # RiegeliPostscript.magic
-SIGNATURE = bytes.fromhex(
-    "83af70d10d884a3f0000000000000000400000000000000091bac23c9287e1a9"
-    "0000000000000000e19f13c0e9b1c37273000000000000000000000000000000"
-)
-SIMPLE, TRANSPOSED = ord("r"), ord("t")
 MERGE_GAP = 4096  # chunks this close are read together, the bytes between them with them
-CODECS = {0: "uncompressed", ord("b"): "brotli", ord("z"): "zstd", ord("s"): "snappy"}
 HINT = "pass on_error='skip' to read the other chunks' records"
-_STATUS = {
-    riegeli.OUTSIDE: "chunk cut short (the file is truncated or its footer is damaged)",
-    riegeli.HEADER_HASH: "chunk header hash mismatch",
-    riegeli.DATA_SIZE: "chunk data size runs past the chunk",
-    riegeli.DATA_HASH: "chunk data hash mismatch",
-}
-
-
-def riegeli_hash(data: bytes | np.ndarray | memoryview) -> int:
-    """HighwayHash-64 of data as Riegeli keys it (the compiled core's)."""
-    return riegeli.riegeli_hash(np.frombuffer(data, np.uint8))
 
 
 def is_array_record(path: Any) -> bool:
@@ -147,9 +136,8 @@ def is_array_record_source(src: Any, storage_options: dict | None = None) -> boo
         return False
 
 
-# --- decompression -----------------------------------------------------------------------
+# --- reading buffers ---------------------------------------------------------------------
 
-_local = threading.local()
 _OPENING = threading.Lock()
 
 
@@ -191,66 +179,6 @@ def give_scratch(buf: np.ndarray) -> None:
         _scratch.append(base)
         _scratch.sort(key=len)
         del _scratch[:-SCRATCH_KEPT]
-
-
-def _zstd() -> Any:
-    d = getattr(_local, "zstd", None)
-    if d is None:  # a decompressor per thread (they are not shared between threads)
-        d = _local.zstd = require("zstandard", "arrayrecord").ZstdDecompressor()
-    return d
-
-
-def _decompress(kind: int, block: np.ndarray, most: int) -> np.ndarray:
-    """A compressed block (its decompressed size, a varint, then the codec's bytes) ->
-    those bytes; ValueError when the block is malformed, declares more than `most` bytes
-    (checked before anything is allocated) or decompresses to another size."""
-    if kind == 0:
-        return block
-    size, at = riegeli.varint(block, 0)
-    if at < 0:
-        raise ValueError("the compressed block's size is malformed")
-    if size > most:
-        raise ValueError(f"a compressed block declares {size} bytes, the chunk holds {most}")
-    body = block[at:]
-    if kind == ord("z"):
-        out = _zstd().decompress(body, max_output_size=max(size, 1))
-    elif kind == ord("b"):
-        out = require("brotli", "arrayrecord").decompress(body.tobytes())
-    elif kind == ord("s"):
-        out = require("cramjam", "arrayrecord").snappy.decompress_raw(body.tobytes())
-        out = bytes(out)
-    else:
-        raise ValueError(f"unknown compression type {kind:#x}")
-    if len(out) != size:
-        raise ValueError(f"the block decompressed to {len(out)} bytes, its header says {size}")
-    return np.frombuffer(out, np.uint8)
-
-
-def decode_simple(
-    data: np.ndarray, num_records: int, decoded_size: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """A simple chunk's data -> (its records' bytes back to back, their offsets);
-    ValueError when it does not hold what its header says."""
-    if not len(data):
-        raise ValueError("the chunk has no data")
-    kind = int(data[0])
-    if kind not in CODECS:
-        raise ValueError(f"unknown compression type {kind:#x}")
-    sizes_len, at = riegeli.varint(data, 1)
-    if at < 0 or sizes_len > len(data) - at:
-        raise ValueError("the record sizes' length is malformed")
-    sizes = _decompress(kind, data[at : at + sizes_len], 10 * num_records)
-    values = _decompress(kind, data[at + sizes_len :], decoded_size)
-    offsets = np.empty(num_records + 1, np.int64)
-    used = riegeli.sizes_to_offsets(sizes, offsets)
-    if used != len(sizes):
-        raise ValueError(f"the record sizes do not describe {num_records} records")
-    if int(offsets[-1]) != len(values) or len(values) != decoded_size:
-        raise ValueError(
-            f"the records add up to {int(offsets[-1])} bytes, the values hold {len(values)}, "
-            f"the header says {decoded_size}"
-        )
-    return values, offsets
 
 
 # --- a file ------------------------------------------------------------------------------
@@ -330,7 +258,7 @@ class ArrayRecordFile:
             buf, np.zeros(1, np.int64), np.array([begin]), np.array([end]), out, info
         )
         start, size, kind, records, decoded, status = info[0].tolist()
-        why = _STATUS.get(status) if status != riegeli.OK else None
+        why = CHUNK_STATUS.get(status) if status != riegeli.OK else None
         if why is None and kind != SIMPLE:
             why = f"chunk type {kind:#x} where a simple chunk was expected"
         if why is None:
@@ -368,7 +296,7 @@ class ArrayRecordFile:
             )
         values, offsets = self._one_chunk(footer_at, size - BLOCK, "footer")
         n = len(offsets) - 1
-        meta = _metadata(values[offsets[0] : offsets[1]].tobytes()) if n else None
+        meta = footer_metadata(values[offsets[0] : offsets[1]].tobytes()) if n else None
         if meta is None:
             raise self._bad("the footer holds no ArrayRecord metadata", footer_at)
         version, num_chunks, num_records, options = meta
@@ -439,7 +367,7 @@ class ArrayRecordFile:
         riegeli.simple_layout(out, info, layout)
         reasons: dict[int, str] = {}
         for k in np.flatnonzero(status != riegeli.OK).tolist():
-            reasons[k] = _STATUS[int(status[k])]
+            reasons[k] = CHUNK_STATUS[int(status[k])]
         for k in np.flatnonzero((status == riegeli.OK) & (layout[:, 7] == 0)).tolist():
             kind = int(info[k, 2])
             reasons[k] = (
@@ -452,13 +380,13 @@ class ArrayRecordFile:
             reasons[k] = f"chunk holds {int(info[k, 3])} records, the footer says {int(said[k])}"
         good = np.ones(n, bool)
         good[list(reasons)] = False
-        values, offsets, more = _decode_simple_chunks(out, info[good], layout[good])
+        values, offsets, more = decode_simple_chunks(out, info[good], layout[good])
         if more:  # chunks the batched decode found malformed: named, and the rest decoded
             idx = np.flatnonzero(good)
             for j, why in more.items():
                 reasons[int(idx[j])] = f"chunk data undecodable: {why}"
             good[list(reasons)] = False
-            values, offsets, _ = _decode_simple_chunks(out, info[good], layout[good])
+            values, offsets, _ = decode_simple_chunks(out, info[good], layout[good])
         counts = info[good, 3]
         firsts = f.firsts[ks[good]]
         local = np.repeat(firsts - offsets_of(counts)[:-1], counts) + np.arange(
@@ -488,7 +416,7 @@ class ArrayRecordFile:
         if codec == 0:
             sizes, values = out[s_at : s_at + s_len], out[v_at : v_at + v_len]
         else:
-            z = _zstd()
+            z = zstd_decompressor()
             sizes = z.decompress(view[s_at : s_at + s_len], max_output_size=max(s_size, 1))
             values = z.decompress(view[v_at : v_at + v_len], max_output_size=max(v_size, 1))
         offsets = np.empty(records + 1, np.int64)
@@ -521,7 +449,7 @@ class ArrayRecordFile:
         sizes = None
         if status == riegeli.OK and kind == SIMPLE and fits and codec == ord("z"):
             try:
-                sizes = _zstd().decompress(
+                sizes = zstd_decompressor().decompress(
                     memoryview(out)[s_at : s_at + s_len], max_output_size=max(s_size, 1)
                 )
             except Exception:  # the long way names it
@@ -728,121 +656,3 @@ class ChunkRecords:
     batch: RecordBatch
     rows: np.ndarray
     errors: list[CorruptRecordError]
-
-
-def _decode_simple_chunks(
-    out: np.ndarray, info: np.ndarray, layout: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
-    """Simple chunks laid out in `out` -> (their records' bytes back to back, the records'
-    n + 1 offsets, {chunk: why} for chunks whose data do not hold what their headers say).
-    Chunks all zstd or all uncompressed are decompressed and their sizes decoded at once;
-    others (brotli, snappy, a mix), and any batch that does not add up, chunk by chunk."""
-    kinds = set(layout[:, 0].tolist())
-    n_records = info[:, 3]
-    # declared sizes agree with the headers before anything is allocated for them
-    fits = np.all(layout[:, 6] == info[:, 4]) and np.all(layout[:, 3] <= 10 * n_records)
-    if fits and len(kinds) == 1 and kinds <= {0, ord("z")}:
-        kind = kinds.pop()
-        sizes = _gather_blocks(out, layout[:, 1], layout[:, 2], layout[:, 3], kind)
-        values = _gather_blocks(out, layout[:, 4], layout[:, 5], layout[:, 6], kind)
-        if sizes is not None and values is not None:
-            offsets = np.empty(int(n_records.sum()) + 1, np.int64)
-            used = riegeli.sizes_to_offsets(sizes, offsets)
-            ends = offsets[offsets_of(n_records)[1:]]
-            adds_up = used == len(sizes) and np.array_equal(ends, np.cumsum(info[:, 4]))
-            if adds_up and np.array_equal(info[:, 4], layout[:, 6]):
-                return values, offsets, {}
-    # chunk by chunk: slower, and says which chunk is wrong
-    parts, sizes_list, bad = [], [], {}
-    for j in range(len(info)):
-        start, size = int(info[j, 0]), int(info[j, 1])
-        try:
-            v, o = decode_simple(out[start : start + size], int(info[j, 3]), int(info[j, 4]))
-        except ImportError:
-            raise
-        except Exception as e:  # ValueError, or a codec's own error on damaged bytes
-            bad[j] = str(e)
-            continue
-        parts.append(v)
-        sizes_list.append(np.diff(o))
-    if bad:
-        return np.empty(0, np.uint8), np.zeros(1, np.int64), bad
-    values = np.concatenate(parts) if parts else np.empty(0, np.uint8)
-    lengths = np.concatenate(sizes_list) if sizes_list else np.empty(0, np.int64)
-    return values, offsets_of(lengths), {}
-
-
-def _gather_blocks(
-    out: np.ndarray, starts: np.ndarray, lengths: np.ndarray, sizes: np.ndarray, kind: int
-) -> np.ndarray | None:
-    """Blocks of out, back to back: as they are (kind 0), or zstd frames decompressed in
-    one call into a buffer of the sizes their prefixes declare (None when they decompress
-    to other sizes)."""
-    starts = np.ascontiguousarray(starts, np.int64)
-    lengths = np.ascontiguousarray(lengths, np.int64)
-    packed = np.empty(int(lengths.sum()), np.uint8)
-    framing.gather_ranges(out, starts, lengths, packed)
-    if kind == 0:
-        return packed
-    total = int(sizes.sum())
-    into = np.empty(total, np.uint8)
-    if not len(packed):
-        return into if total == 0 else None
-    try:
-        reader = _zstd().stream_reader(packed, read_across_frames=True)
-        view, got = memoryview(into), 0
-        while got < total:
-            k = reader.readinto(view[got:])
-            if not k:
-                break
-            got += k
-        extra = reader.read(1)
-    except Exception:  # a frame the codec refuses: found again chunk by chunk
-        return None
-    return into if got == total and not extra else None
-
-
-def _metadata(msg: bytes) -> tuple[int, int, int, str] | None:
-    """RiegeliFooterMetadata -> (version, num_chunks, num_records, writer_options), or None
-    when it holds no array_record_metadata (field 1)."""
-    inner = _fields(msg).get(1)
-    if not isinstance(inner, bytes):
-        return None
-    f = _fields(inner)
-    options = f.get(4, b"")
-    return (
-        int(f.get(1, 0)),
-        int(f.get(2, 0)),
-        int(f.get(3, 0)),
-        options.decode("utf-8", "replace") if isinstance(options, bytes) else "",
-    )
-
-
-def _fields(msg: bytes) -> dict[int, int | bytes]:
-    """The varint and length-delimited fields of a small message (the last of each wins)."""
-    data = np.frombuffer(msg, np.uint8)
-    out: dict[int, int | bytes] = {}
-    p = 0
-    while p < len(data):
-        key, p = riegeli.varint(data, p)
-        if p < 0:
-            break
-        field, wire = key >> 3, key & 7
-        if wire == 0:
-            value, p = riegeli.varint(data, p)
-            if p < 0:
-                break
-            out[field] = value
-        elif wire == 2:
-            n, p = riegeli.varint(data, p)
-            if p < 0 or n > len(data) - p:
-                break
-            out[field] = msg[p : p + n]
-            p += n
-        elif wire == 1:
-            p += 8
-        elif wire == 5:
-            p += 4
-        else:
-            break
-    return out

@@ -35,8 +35,8 @@ from .._core import framing, riegeli
 from .._util import fs
 from .._util.atomic import CloseOrAbort, build_name, naming_write_errors, require_folder
 from .._util.optional import require
-from .arrayrecord import BLOCK, CHUNK_HEADER, MAGIC, SIGNATURE
 from .paths import PathLike
+from .riegeli import BLOCK, CHUNK_HEADER, MAGIC, SIGNATURE
 
 __all__ = ["ArrayRecordWriter", "parse_compression", "writer_options"]
 
