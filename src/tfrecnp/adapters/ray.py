@@ -54,8 +54,8 @@ from ..format.frames import OVERHEAD_BYTES
 from ..format.index import RecordIndex, cached_index, index_path, remember_index
 from ..format.paths import expand_paths
 from ..format.reader import file_compression, mean_frame_bytes, scan_file
-from ..interop.arrow import Refused, column_from_arrow, to_arrow_array
-from ..interop.arrow_nulls import NullError
+from ..interop.arrow import _Refused, column_from_arrow, to_arrow_array
+from ..interop.arrow_nulls import _NullError
 
 __all__ = ["read", "write"]
 
@@ -360,7 +360,7 @@ def from_arrow(table: pa.Table, spec: Any = None) -> dict[str, Any]:
         arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
         try:
             col = _from_arrow(arr)
-        except (Refused, NullError) as why:
+        except (_Refused, _NullError) as why:
             raise SchemaError(f"column {name!r} {why}") from None
         if isinstance(col, np.ndarray) and col.dtype == object:
             col = _from_objects(col)

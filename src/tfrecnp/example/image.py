@@ -27,7 +27,7 @@ from .._util.threads import CPUS, executor
 from ..errors import ImageDecodeError, SchemaError
 from ..images.codecs import (
     DCT_METHODS,
-    ImageFailure,
+    _ImageFailure,
     decode_image,
     encode_image,
     encode_images,
@@ -206,7 +206,7 @@ def decode_images(
     def decode(i: int, into: np.ndarray | None = None) -> np.ndarray:
         return decode_image(blob(i), spec.channels, into, dct_method=spec.dct_method, bits=bits)
 
-    failures: dict[int, ImageFailure] = {}
+    failures: dict[int, _ImageFailure] = {}
     if spec.size is not None:
         h, w = spec.size
         c = spec.channels
@@ -219,7 +219,7 @@ def decode_images(
         def one(i: int) -> None:
             img = decode(i)
             if img.shape[2] != c:
-                raise ImageFailure(_channel_message(img.shape[2], c, spec), schema=True)
+                raise _ImageFailure(_channel_message(img.shape[2], c, spec), schema=True)
             resize(img, out[i])
 
     else:
@@ -245,7 +245,7 @@ def decode_images(
             c = heads[0][2]
             bad = next(i for i, hd in enumerate(heads) if hd[2] != c)
             _raise(
-                {bad: ImageFailure(_channel_message(heads[bad][2], c, spec), True)},
+                {bad: _ImageFailure(_channel_message(heads[bad][2], c, spec), True)},
                 spec,
                 name,
                 where,
@@ -276,8 +276,8 @@ def decode_images(
                 img = decode(i, buf)
             if img.shape != (h, w, c):
                 if img.shape[2] != c:
-                    raise ImageFailure(_channel_message(img.shape[2], c, spec), schema=True)
-                raise ImageFailure(
+                    raise _ImageFailure(_channel_message(img.shape[2], c, spec), schema=True)
+                raise _ImageFailure(
                     f"an image of {img.shape[1]}x{img.shape[0]} pixels where its "
                     f"header says {w}x{h}"
                 )
@@ -305,7 +305,7 @@ def _headers(blob: Callable[[int], memoryview], n: int, failures: dict) -> list:
     for i in range(n):
         try:
             heads[i] = read_header(blob(i))
-        except ImageFailure as e:
+        except _ImageFailure as e:
             failures[i] = e
     return heads
 
@@ -315,7 +315,7 @@ def _channels_of(head, decode, failures, i) -> int:
         return head[2]
     try:
         return decode(i).shape[2]
-    except ImageFailure as e:
+    except _ImageFailure as e:
         failures[i] = e
         return 3
 
@@ -360,14 +360,14 @@ def _uneven(images: list, spec: Image, shapes: set) -> np.ndarray:
     return out
 
 
-def _run(fn: Callable[[int], Any], n: int, failures: dict[int, ImageFailure]) -> None:
+def _run(fn: Callable[[int], Any], n: int, failures: dict[int, _ImageFailure]) -> None:
     """fn(i) for every i in threads (pieces of consecutive rows); failures collected."""
 
     def piece(lo: int, hi: int) -> None:
         for i in range(lo, hi):
             try:
                 fn(i)
-            except ImageFailure as e:
+            except _ImageFailure as e:
                 failures[i] = e
 
     workers = CPUS
@@ -381,7 +381,7 @@ def _run(fn: Callable[[int], Any], n: int, failures: dict[int, ImageFailure]) ->
         f.result()
 
 
-def _raise(failures: dict[int, ImageFailure], spec: Image, name: str, where) -> None:
+def _raise(failures: dict[int, _ImageFailure], spec: Image, name: str, where) -> None:
     rows = sorted(failures)
     first = failures[rows[0]]
     path, record = where(rows[0]) if where is not None else ("<memory>", rows[0])

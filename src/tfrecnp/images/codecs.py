@@ -26,7 +26,7 @@ a 16-bit PNG whole, an 8-bit one as v * 257, anything else (JPEG, GIF, ...) as v
 (decode_image's convert_image_dtype).
 
 A header's size is read before anything is allocated for it, and refused beyond
-MAX_IMAGE_PIXELS. Failures raise `ImageFailure`, which `image.decode_images` gathers per
+MAX_IMAGE_PIXELS. Failures raise `_ImageFailure`, which `image.decode_images` gathers per
 batch into one ImageDecodeError or SchemaError.
 """
 
@@ -84,7 +84,7 @@ def _pil() -> Any:
     return require("PIL.Image", "images")
 
 
-class ImageFailure(Exception):
+class _ImageFailure(Exception):
     """An image that does not decode (reason) or has the wrong channel count (schema)."""
 
     def __init__(self, reason: str, schema: bool = False):
@@ -116,9 +116,9 @@ def read_header(data: memoryview) -> tuple[int, int, int] | None:
 
 
 def _plausible(h: int, w: int) -> tuple[int, int]:
-    """(h, w) as a header claims them, refused beyond MAX_IMAGE_PIXELS (raises ImageFailure)."""
+    """(h, w) as a header claims them, refused beyond MAX_IMAGE_PIXELS (raises _ImageFailure)."""
     if h * w > MAX_IMAGE_PIXELS:
-        raise ImageFailure(
+        raise _ImageFailure(
             f"an image whose header claims {w}x{h} pixels, more than the "
             f"{MAX_IMAGE_PIXELS:,} one may hold (Pillow's decompression-bomb limit): it is "
             "damaged or hostile"
@@ -144,9 +144,9 @@ def _pil_open(
                 _pil_fast_dct(im)
         im.load()
     except (OSError, ValueError, SyntaxError, EOFError, IndexError, KeyError) as e:
-        raise ImageFailure(_what(data, e)) from None
+        raise _ImageFailure(_what(data, e)) from None
     except PIL.DecompressionBombError as e:
-        raise ImageFailure(str(e)) from None
+        raise _ImageFailure(str(e)) from None
     return im
 
 
@@ -279,14 +279,14 @@ def decode_image(
     bits: int = 8,
 ) -> np.ndarray:
     """One image -> [h, w, c], uint8 (bits=8) or uint16 (bits=16); decoded into `out` when
-    it is given and fits (then `out` is returned). Raises ImageFailure."""
+    it is given and fits (then `out` is returned). Raises _ImageFailure."""
     fast = dct_method == "INTEGER_FAST"
     sj = _sj()
     if sj and bytes(data[:3]) == JPEG_MAGIC:
         try:
             h, w, space, _ = sj.decode_jpeg_header(data)
         except ValueError as e:
-            raise ImageFailure(_what(data, e)) from None
+            raise _ImageFailure(_what(data, e)) from None
         _plausible(h, w)
         if space not in ("CMYK", "YCCK"):
             c = channels if channels is not None else (1 if space == "Gray" else 3)
@@ -296,7 +296,7 @@ def decode_image(
                     data, _SJ_SPACE[c], fastdct=fast, buffer=out if fits else None
                 ).reshape(h, w, c)
             except ValueError as e:
-                raise ImageFailure(_what(data, e)) from None
+                raise _ImageFailure(_what(data, e)) from None
             return a if bits == 8 else _widen(a, out)
     info = png_info(data)
     if info is not None:

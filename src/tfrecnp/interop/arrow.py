@@ -42,7 +42,7 @@ from ..example.columns import BytesColumn, LazyBytes, LazyRagged, Ragged
 from ..example.image import Image
 from ..example.spec import FixedLen, Raw, VarLen
 from ..example.text import Text, as_text
-from .arrow_nulls import NullError, fill_row_nulls, fill_value_nulls, null_message
+from .arrow_nulls import _NullError, fill_row_nulls, fill_value_nulls, null_message
 
 __all__ = [
     "arrow_type",
@@ -171,7 +171,7 @@ def _fixed_lists(values: Any, shape: tuple[int, ...]) -> Any:
 # --- Arrow -> columns ----------------------------------------------------------------------
 
 
-class Refused(ValueError):
+class _Refused(ValueError):
     """An Arrow type with no TFRecord equivalent; the caller names the column."""
 
 
@@ -196,10 +196,10 @@ def from_arrow(
         feature = text.decode_as() if isinstance(text, Text) else text  # text: read as bytes
         try:
             col = column_from_arrow(column, feature)
-        except NullError as error:
+        except _NullError as error:
             place = where(error.row) if where is not None else f"row {error.row}"
             raise SchemaError(null_message(name, error, feature, place)) from None
-        except Refused as why:
+        except _Refused as why:
             raise SchemaError(f"column {name!r} {why}") from None
         if isinstance(col, Ragged) and isinstance(feature, (FixedLen, Raw)):
             shape = feature.shape if isinstance(feature, FixedLen) else feature.row_shape
@@ -228,7 +228,7 @@ def _dense_rows(name: str, col: Ragged, shape: Any, where: Callable[[int], str] 
 
 
 def column_from_arrow(arr: Any, feature: Any = None) -> Any:
-    """One Arrow array as a column (raises Refused, naming what is wrong, or NullError
+    """One Arrow array as a column (raises _Refused, naming what is wrong, or _NullError
     for a null the feature has no value for: see `tfrecnp.interop.arrow_nulls`)."""
     return _column(arr, feature, inside=False)
 
@@ -253,20 +253,20 @@ def _column(arr: Any, feature: Any, *, inside: bool) -> Any:
         first, last = int(offsets[0]), int(offsets[-1])
         try:
             values = _column(arr.values.slice(first, last - first), None, inside=True)
-        except NullError as error:
+        except _NullError as error:
             row = int(np.searchsorted(offsets - first, error.row, "right")) - 1
-            raise NullError(row, inside=True, kind=error.kind) from None
+            raise _NullError(row, inside=True, kind=error.kind) from None
         return Ragged.from_row_splits(values, offsets - first, validate=False)
     if pa.types.is_fixed_size_list(kind):
         if inside and arr.null_count:
-            raise NullError(int(np.argmin(np.asarray(arr.is_valid()))), inside=True, kind=kind)
+            raise _NullError(int(np.argmin(np.asarray(arr.is_valid()))), inside=True, kind=kind)
         arr = fill_row_nulls(arr, default, dense=True)
         size = kind.list_size
         flat = arr.values.slice(arr.offset * size, len(arr) * size)
         try:
             values = _column(flat, None, inside=True)
-        except NullError as error:
-            raise NullError(error.row // max(size, 1), inside=True, kind=error.kind) from None
+        except _NullError as error:
+            raise _NullError(error.row // max(size, 1), inside=True, kind=error.kind) from None
         if isinstance(values, BytesColumn):
             values = np.array(values.to_list(), dtype=object)
         return np.asarray(values).reshape(len(arr), kind.list_size, *np.shape(values)[1:])
@@ -290,8 +290,8 @@ def _column(arr: Any, feature: Any, *, inside: bool) -> Any:
         arr = fill_value_nulls(arr, default, inside=inside)
         return arr.to_numpy(zero_copy_only=False)
     if pa.types.is_null(kind):
-        raise Refused("holds only nulls (type null), which no TFRecord feature holds")
-    raise Refused(f"has Arrow type {kind}, {_why(kind)}")
+        raise _Refused("holds only nulls (type null), which no TFRecord feature holds")
+    raise _Refused(f"has Arrow type {kind}, {_why(kind)}")
 
 
 def _why(kind: Any) -> str:
@@ -460,7 +460,7 @@ def spec_of_arrow(schema: Any) -> dict[str, Any]:
     for field in schema:
         try:
             spec[field.name] = _feature_of(field.type)
-        except Refused as why:
+        except _Refused as why:
             raise SchemaError(f"column {field.name!r} {why}") from None
     return spec
 
@@ -477,7 +477,7 @@ def _feature_of(kind: Any) -> Any:
             return VarLen(inner.dtype, inner.shape)
         if isinstance(inner, Text) and not inner.ragged:
             return Text((-1, *inner.shape))
-        raise Refused(
+        raise _Refused(
             f"has Arrow type {kind}: lists of lists (ragged inside ragged) have no Example "
             "feature; write it with tn.write(..., sequence=[name]) as a SequenceExample, or "
             "flatten the inner lists"
@@ -488,7 +488,7 @@ def _feature_of(kind: Any) -> Any:
             return FixedLen((kind.list_size, *inner.shape), inner.dtype)
         if isinstance(inner, Text) and not inner.ragged:
             return Text((kind.list_size, *inner.shape))
-        raise Refused(f"has Arrow type {kind}: a fixed-size list of variable lists")
+        raise _Refused(f"has Arrow type {kind}: a fixed-size list of variable lists")
     if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
         return Text()
     if (
@@ -501,8 +501,8 @@ def _feature_of(kind: Any) -> Any:
     if pa.types.is_boolean(kind) or pa.types.is_integer(kind) or pa.types.is_floating(kind):
         return FixedLen((), np.dtype(kind.to_pandas_dtype()).name)
     if pa.types.is_null(kind):
-        raise Refused("holds only nulls (type null), which no TFRecord feature holds")
-    raise Refused(f"has Arrow type {kind}, {_why(kind)}")
+        raise _Refused("holds only nulls (type null), which no TFRecord feature holds")
+    raise _Refused(f"has Arrow type {kind}, {_why(kind)}")
 
 
 def arrow_type(feature: Any, *, text: bool = False) -> Any:

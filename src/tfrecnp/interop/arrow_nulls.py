@@ -10,7 +10,7 @@ for a list) as Arrow nulls when it writes Parquet, and reads them back as NaN. S
 - a null value or row of a FixedLen is a missing feature: its default when it has one
   (what ``tf.io.FixedLenFeature(default_value=...)`` gives);
 - any other null (a FixedLen without default, an integer or bytes inside a list) is a
-  `NullError` with its row, which `from_arrow` words with the column and file.
+  `_NullError` with its row, which `from_arrow` words with the column and file.
 
 Nothing is copied for a column without nulls; a column with some is filled once by
 ``pyarrow.compute.fill_null``.
@@ -25,7 +25,7 @@ import numpy as np
 __all__ = ["fill_row_nulls", "fill_value_nulls", "null_message"]
 
 
-class NullError(ValueError):
+class _NullError(ValueError):
     """A null with no TFRecord meaning. row: its row in the array being read; inside: it is
     a value inside a row's list (else the row itself is null)."""
 
@@ -43,7 +43,7 @@ def _first_null(arr: Any) -> int:
 
 def fill_value_nulls(arr: Any, default: Any, *, inside: bool) -> Any:
     """A column of numbers or bytes without nulls: the default (a FixedLen's, at the row
-    level only) where given, else NaN for floats; else NullError at the first null."""
+    level only) where given, else NaN for floats; else _NullError at the first null."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -55,12 +55,12 @@ def fill_value_nulls(arr: Any, default: Any, *, inside: bool) -> Any:
         return pc.fill_null(arr, pa.scalar(value, arr.type))
     if pa.types.is_floating(arr.type):
         return pc.fill_null(arr, pa.scalar(float("nan"), arr.type))
-    raise NullError(_first_null(arr), inside=inside, kind=arr.type)
+    raise _NullError(_first_null(arr), inside=inside, kind=arr.type)
 
 
 def fill_row_nulls(arr: Any, default: Any, *, dense: bool) -> Any:
     """A list column whose null rows are missing features: a FixedLen's default rows (dense:
-    the feature is a FixedLen or Raw), or empty rows for a VarLen; NullError when a dense
+    the feature is a FixedLen or Raw), or empty rows for a VarLen; _NullError when a dense
     feature has no default."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -70,7 +70,7 @@ def fill_row_nulls(arr: Any, default: Any, *, dense: bool) -> Any:
     if default is not None:
         return pc.fill_null(arr, pa.scalar(_as_list(default, arr.type), arr.type))
     if dense or pa.types.is_fixed_size_list(arr.type):
-        raise NullError(_first_null(arr))
+        raise _NullError(_first_null(arr))
     return pc.fill_null(arr, pa.scalar([], arr.type))
 
 
@@ -88,7 +88,7 @@ def _as_list(default: np.ndarray, kind: Any) -> list:
     return flat
 
 
-def null_message(name: str, error: NullError, feature: Any, where: str) -> str:
+def null_message(name: str, error: _NullError, feature: Any, where: str) -> str:
     """What SchemaError says of a null: column, row (and file), and what to do."""
     fix = "fill the nulls (pyarrow.compute.fill_null) or drop those rows"
     if error.inside:
