@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from bucket_data import assert_same, columns
 
 import tfrecnp as tn
 from tfrecnp._util import fs
@@ -67,24 +68,7 @@ class Sent:
 
 
 def _columns(n: int = N, seed: int = 0) -> dict:
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, 12, n)
-    return {
-        "label": np.arange(n, dtype=np.int64),
-        "x": rng.standard_normal((n, 16)).astype(np.float32),
-        "tokens": tn.Ragged.from_lengths(rng.integers(0, 1000, int(lengths.sum())), lengths),
-    }
-
-
-def _same(a: dict, b: dict) -> None:
-    assert sorted(a) == sorted(b)
-    for name in a:
-        x, y = a[name], b[name]
-        if isinstance(x, tn.Ragged):
-            np.testing.assert_array_equal(x.values, y.values)
-            np.testing.assert_array_equal(x.row_splits, y.row_splits)
-        else:
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    return columns(n, seed, width=16, longest=12, vocab=1000)
 
 
 @pytest.fixture
@@ -127,7 +111,7 @@ def test_a_pass_lists_once_sends_no_head_and_moves_the_files_once(s3, shards, sm
     pass_ = sent.since(mark)
     after = ds.stats()
     for a, b in zip(local.batches(1000), got, strict=True):
-        _same(a, b)
+        assert_same(a, b)
     assert not [r for r in pass_ if r[4] or r[0] == "HEAD"]  # no LIST, no HEAD
     gets = [r for r in pass_ if r[0] == "GET" and r[2] >= 0]
     assert len(gets) == len(pass_) > 4 * 3  # many ranges: 64 KiB each here
@@ -165,7 +149,7 @@ def test_random_access_moves_what_it_reads(s3, shards):
     rng = np.random.default_rng(7)
     sample = rng.choice(N, N // 100, replace=False)
     mark = sent.mark()
-    _same(ds[sample], local[sample])
+    assert_same(ds[sample], local[sample])
     reads = sent.since(mark)
     moved = sum(stop - start for _, _, start, stop, _ in reads)
     asked = sum(int(local.source.files.lengths[i]) + 16 for i in sample)
@@ -174,7 +158,7 @@ def test_random_access_moves_what_it_reads(s3, shards):
     # the batched fetch of PyTorch's DataLoader and grain, and one record
     picks = rng.choice(N, 256, replace=False).tolist()
     mark = sent.mark()
-    _same(ds.__getitems__(picks).columns, local[picks])
+    assert_same(ds.__getitems__(picks).columns, local[picks])
     moved = sum(stop - start for _, _, start, stop, _ in sent.since(mark))
     assert moved <= 3 * sum(int(local.source.files.lengths[i]) + 16 for i in picks)
     one = ds[12345]
@@ -182,7 +166,7 @@ def test_random_access_moves_what_it_reads(s3, shards):
     np.testing.assert_array_equal(one["x"], local[12345]["x"])
     # a dense read (a slice) is a few ranges, not one per record
     mark = sent.mark()
-    _same(ds[4000:6000], local[4000:6000])
+    assert_same(ds[4000:6000], local[4000:6000])
     assert len(sent.since(mark)) <= 2
 
 
@@ -200,7 +184,7 @@ def test_shuffle_true_reads_pieces_and_moves_the_dataset_once(s3, shards, small_
     assert labels.tolist() != list(range(N))
     assert np.abs(np.diff(labels)).mean() > 100  # mixed across pieces, not in file order
     for b in batches[:3]:  # each record's values are its own
-        _same(b, local[b["label"]])
+        assert_same(b, local[b["label"]])
     moved = sum(stop - start for _, _, start, stop, _ in reads)
     assert moved <= 1.1 * total
     assert len(reads) <= total // (256 << 10) + 2 * len(shards)  # about one GET per piece

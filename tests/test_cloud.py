@@ -14,6 +14,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from bucket_data import assert_same, columns
 
 import tfrecnp as tn
 from tfrecnp.format.index import index_path
@@ -22,24 +23,7 @@ N = 3000
 
 
 def _columns(n: int = N, seed: int = 0) -> dict:
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(0, 6, n)
-    return {
-        "label": np.arange(n, dtype=np.int64),
-        "x": rng.standard_normal((n, 8)).astype(np.float32),
-        "tokens": tn.Ragged.from_lengths(rng.integers(0, 100, int(lengths.sum())), lengths),
-    }
-
-
-def _same(a: dict, b: dict) -> None:
-    assert sorted(a) == sorted(b)
-    for name in a:
-        x, y = a[name], b[name]
-        if isinstance(x, tn.Ragged):
-            np.testing.assert_array_equal(x.values, y.values)
-            np.testing.assert_array_equal(x.row_splits, y.row_splits)
-        else:
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    return columns(n, seed)
 
 
 @pytest.fixture
@@ -71,8 +55,8 @@ def test_read_from_s3_equals_local_in_a_few_requests(s3, local):
     with pytest.warns(UserWarning, match="README.md"):
         ds = tn.open(s3.url("data/"), storage_options=s3.options)
     assert [p.rsplit("/", 1)[-1] for p in ds.paths] == [p.rsplit("/", 1)[-1] for p in paths]
-    _same(ds.to_numpy(), tn.open(str(folder / "*.tfrecord")).to_numpy())
-    _same(ds.to_numpy(), cols)
+    assert_same(ds.to_numpy(), tn.open(str(folder / "*.tfrecord")).to_numpy())
+    assert_same(ds.to_numpy(), cols)
     # a whole pass: a handful of requests per file (list, head, size, read-ahead), never
     # one per record
     assert s3.requests() - before < 60 < N
@@ -124,7 +108,7 @@ def test_write_to_s3_shards_and_index(s3):
         "data-00002-of-00003.tfrecord.idx",
     ]
     assert out.records == 1200
-    _same(tn.read(out.paths, out.spec, storage_options=s3.options), cols)
+    assert_same(tn.read(out.paths, out.spec, storage_options=s3.options), cols)
 
 
 def test_failed_write_leaves_nothing(s3):
@@ -166,12 +150,12 @@ def test_convert_save_and_load_over_s3(s3, local):
     out = tn.convert(s3.url("c/"), s3.url("npy/out"), storage_options=s3.options, progress=False)
     assert out == s3.url("npy/out")
     assert not any(p.rsplit("/", 1)[-1].startswith(".") for p in s3.fs.ls(s3.url("npy")))
-    _same(dict(tn.load(out, storage_options=s3.options)), cols)
+    assert_same(dict(tn.load(out, storage_options=s3.options)), cols)
     ds = tn.open(s3.url("c/"), storage_options=s3.options)
     ds.save(s3.url("npz/out.npz"), storage_options=s3.options, progress=False)
-    _same(dict(tn.load(s3.url("npz/out.npz"), storage_options=s3.options)), cols)
+    assert_same(dict(tn.load(s3.url("npz/out.npz"), storage_options=s3.options)), cols)
     back = tn.convert(out, s3.url("tf/back.tfrecord"), storage_options=s3.options, progress=False)
-    _same(tn.read(back.paths, back.spec, storage_options=s3.options), cols)
+    assert_same(tn.read(back.paths, back.spec, storage_options=s3.options), cols)
 
 
 def test_same_answers_local_memory_s3(s3, memfs, local):
@@ -186,7 +170,7 @@ def test_same_answers_local_memory_s3(s3, memfs, local):
     first = [b for b in answers[0].batches(700)]
     for ds in answers[1:]:
         for a, b in zip(first, ds.batches(700), strict=True):
-            _same(a, b)
+            assert_same(a, b)
 
 
 def test_memory_write_and_cli(memfs, capsys):
@@ -230,7 +214,7 @@ def test_an_empty_shard_in_a_bucket_is_a_shard_of_no_records(s3, tmp_path, monke
 
     ds = tn.open(s3.url("data/*.tfrecord"), storage_options=opts)
     assert [p.rsplit("/", 1)[-1] for p in ds.paths] == [f"part-{i}.tfrecord" for i in range(4)]
-    _same(ds.to_numpy(), cols)
+    assert_same(ds.to_numpy(), cols)
     assert len(ds) == 300  # the index, scanned
     assert int(ds[150]["label"]) == 150 and ds[[299, 0, 100]]["label"].tolist() == [299, 0, 100]
     shuffled = np.concatenate([b["label"] for b in ds.batches(64, shuffle=True, seed=1)])
@@ -241,7 +225,9 @@ def test_an_empty_shard_in_a_bucket_is_a_shard_of_no_records(s3, tmp_path, monke
     assert list(tn.RecordReader(s3.url("data/part-1.tfrecord"), storage_options=opts)) == []
     empty = tn.open(s3.url("data/part-1.tfrecord"), spec=written.spec, storage_options=opts)
     assert len(empty) == 0 and len(empty.to_numpy()["label"]) == 0
-    _same(tn.open(s3.url("gz/"), storage_options=opts).to_numpy(), cols)  # compression sniffed
+    assert_same(
+        tn.open(s3.url("gz/"), storage_options=opts).to_numpy(), cols
+    )  # compression sniffed
 
     monkeypatch.setitem(fsspec.config.conf, "s3", opts)  # the CLI's options, as FSSPEC_S3 gives
     for folder in ("data/", "gz/"):
@@ -267,7 +253,7 @@ def test_gzip_over_memory(memfs):
     cols = _columns(400)
     out = tn.write("memory://z/data.tfrecord.gz", cols, compression="GZIP", progress=False)
     assert memfs.cat_file("/z/data.tfrecord.gz")[:2] == b"\x1f\x8b"
-    _same(tn.open(out.paths).to_numpy(), cols)
+    assert_same(tn.open(out.paths).to_numpy(), cols)
     with pytest.raises(tn.RandomAccessError):
         tn.open("memory://z/")[3]
 
