@@ -498,7 +498,8 @@ def test_bad_value_in_a_late_batch_leaves_nothing(tmp_path):
     assert listing(tmp_path) == []
 
 
-def test_verify_catches_a_source_that_changed(tmp_path):
+@pytest.mark.parametrize("suffix", [".tfrecord", ".array_record"])
+def test_verify_catches_a_source_that_changed(suffix, tmp_path):
     class Drifting:
         """Values that differ from one read to the next (a file rewritten under us)."""
 
@@ -510,7 +511,7 @@ def test_verify_catches_a_source_that_changed(tmp_path):
             return np.arange(10)[index] + self.reads
 
     with pytest.raises(tn.TFRecordError) as info:
-        tn.write(tmp_path / "d.tfrecord", {"x": Drifting()}, verify=True, progress=False)
+        tn.write(tmp_path / f"d{suffix}", {"x": Drifting()}, verify=True, progress=False)
     assert str(info.value) == (
         "verify failed: feature 'x' in records 0..9 reads back different values (values); "
         "nothing was kept"
