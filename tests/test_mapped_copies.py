@@ -13,9 +13,9 @@ import textwrap
 
 import numpy as np
 import pytest
-from tfrecnp._core.mapcopy import copy_runs
 
 import tfrecnp as tn
+from tfrecnp._core.mapcopy import copy_runs
 from tfrecnp._util.memory import read_only_map
 from tfrecnp.arrays.access import read_rows, read_span
 
