@@ -68,8 +68,8 @@ def test_the_raw_hint_passes_over_text_of_one_length(raw_file, capsys):
 
 
 def test_every_command_takes_json():
-    """The README says every command takes --json: held over the parser's own command list,
-    so a new command without it fails here."""
+    """The CLI reference (docs/cli.md) says every command takes --json: held over the
+    parser's own command list, so a new command without it fails here."""
     import argparse
 
     from tfrecnp.cli.main import build_parser

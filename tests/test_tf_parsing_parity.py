@@ -8,12 +8,12 @@ tf.io.parse_single_example on every record, then tfrecnp on the same payloads wi
 spec objects, and asserts equal values, or that both refuse (tfrecnp with a ValueError that
 names the feature, and the record when a record is at fault).
 
-tfrecnp's columns differ in form where the README says so, and are compared in that form:
-a VarLenFeature (a SparseTensor in TensorFlow) is a Ragged, compared padded; a
-FixedLenSequenceFeature without default_value is a Ragged, compared padded with zeros (with
-a default_value, tfrecnp pads as TensorFlow does). SparseFeature is out of scope: those
-cases check that it is refused by name, and that the spec the README gives instead reads
-the same indices and values.
+tfrecnp's columns differ in form where the decoding guide (docs/guides/decode.md) says so,
+and are compared in that form: a VarLenFeature (a SparseTensor in TensorFlow) is a Ragged,
+compared padded; a FixedLenSequenceFeature without default_value is a Ragged, compared
+padded with zeros (with a default_value, tfrecnp pads as TensorFlow does). SparseFeature is
+out of scope: those cases check that it is refused by name, and that the spec the guide
+gives instead reads the same indices and values.
 """
 
 from __future__ import annotations
@@ -282,7 +282,7 @@ def test_serialized_containing_sparse(tf, method):
 
 
 def _sparse_equivalent(tf, records, index_keys, value_key, dtype, size):
-    """A SparseFeature is refused by name; the README's equivalent spec (one VarLen per
+    """A SparseFeature is refused by name; the guide's equivalent spec (one VarLen per
     index key and one for the values) reads the indices and values TensorFlow sorts."""
     sparse = tf.io.SparseFeature(index_keys, value_key, dtype, size)
     with pytest.raises(ValueError, match=r"'sp': SparseFeature .* is not supported"):

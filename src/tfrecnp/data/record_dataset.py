@@ -6,9 +6,11 @@
   in uncompressed files, and in GZIP / ZLIB ones through their inflate checkpoints (local
   files with the gzip extra; `RandomAccessError` otherwise).
 - Blocks are read and decoded by the compiled core without the GIL. ``shuffle=True``
-  permutes every record (read by position, as above); ``shuffle=N`` draws records through a pool
-  of N fed from up to 8 files in turn (any file); payloads are shuffled before they are
-  decoded, as tf.data does.
+  permutes every record of local files (read by position, as above); over URLs it reads
+  whole pieces in a random order and shuffles within a window of them (each record once,
+  the bytes once: `files.shuffled_pieces`); ``shuffle=N`` draws records through a pool of N
+  fed from up to 8 files in turn (any file); payloads are shuffled before they are decoded,
+  as tf.data does.
 
 A pass over a whole dataset streams its files and needs no index; views and reads by
 position use the index (a view of a compressed file that has no sound checkpoints streams
