@@ -465,28 +465,10 @@ def test_the_core_lays_chunks_within_what_it_measures():
         out = np.full(need + 64, 0xAB, np.uint8)
         begins = np.empty(n, np.int64)
         types = np.full(n, ord("r"), np.uint8)
-        got = riegeli.lay_chunks(
-            data,
-            offsets,
-            types,
-            records.astype(np.int64),
-            sizes.astype(np.int64),
-            pos,
-            out,
-            begins,
-        )
-        assert got == need
+        chunks = (data, offsets, types, records.astype(np.int64), sizes.astype(np.int64), pos)
+        assert riegeli.lay_chunks(*chunks, out, begins) == need
         assert np.all(out[need:] == 0xAB)
-        assert riegeli.lay_chunks(
-            data,
-            offsets,
-            types,
-            records.astype(np.int64),
-            sizes.astype(np.int64),
-            pos,
-            out[: need - 1],
-            begins,
-        ) == (-1 if need else 0)
+        assert riegeli.lay_chunks(*chunks, out[: need - 1], begins) == (-1 if need else 0)
 
 
 def test_shards_at_a_url():
