@@ -15,8 +15,9 @@ Writing (`save_parquet`): row groups of about ROW_GROUP_BYTES of decoded data, e
 the decoded blocks that hold it (not joined first), encoded ENCODERS at a time (one per
 core) while the next is gathered, and appended in order to one file, or to part files of
 about ``file_bytes`` each in a folder (`tfrecnp.data.parquet_write`: the same bytes one
-pyarrow ParquetWriter writes); each column dictionary-encoded when its values repeat;
-local or at a URL (uploaded as written); under hidden names, renamed when complete.
+pyarrow ParquetWriter writes); each column's encoding and codec chosen by trying them on
+its first values; local or at a URL (uploaded as written); under hidden names, renamed
+when complete.
 Memory: per encoder a row group and its encoding, and the blocks decoded behind them.
 """
 
@@ -47,7 +48,7 @@ from ..format.payloads import Origins
 from ..interop.arrow import from_arrow, pyarrow, spec_of_arrow
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, column_nbytes
-from .parquet_write import Stitched, column_options, encode
+from .parquet_write import AUTO, Stitched, column_options, encode
 from .source import Shuffle, Source
 
 __all__ = ["ArrowFileSource", "is_arrow_source", "open_arrow_files", "save_parquet"]
@@ -474,7 +475,7 @@ def save_parquet(
     text: Iterable[str] | bool = (),
     row_group_bytes: int = ROW_GROUP_BYTES,
     file_bytes: int | None = None,
-    compression: str = "zstd",
+    compression: str = AUTO,
     threads: int | None = None,
     progress: bool = True,
     overwrite: bool = False,
@@ -486,12 +487,15 @@ def save_parquet(
     file is that or less on disk), in the records' order; `threads` of them are encoded at
     once (default: the cores, at most ENCODERS) while the next is decoded, and appended to
     the file in order (`tfrecnp.data.parquet_write`); threads=1 writes them with one
-    pyarrow ParquetWriter in this thread, the same file. Each column is dictionary-encoded
-    when its values repeat in the first row group (labels, classes, token ids), else plain
-    (float vectors, ids). Streams; the output appears when complete. text: bytes features
-    written as Parquet strings (UTF-8). `out` may be a URL of any fsspec filesystem
-    (storage_options for it): each file is uploaded as it is written, in parts, under a
-    hidden name, and moved into place when all are complete. Returns its path."""
+    pyarrow ParquetWriter in this thread, the same file. Each column's encoding and codec
+    are chosen on its values in the first row group (`parquet_write.choose_encoding`): the
+    cheapest to write of those every common reader decodes, within a tenth of the smallest
+    output (a dictionary for labels and tags, delta-packed ids, zstd where it pays);
+    compression="zstd" (or another pyarrow codec) compresses every column so. Streams; the
+    output appears when complete. text: bytes features written as Parquet strings (UTF-8).
+    `out` may be a URL of any fsspec filesystem (storage_options for it): each file is
+    uploaded as it is written, in parts, under a hidden name, and moved into place when all
+    are complete. Returns its path."""
     workers = min(CPUS, ENCODERS) if threads is None else int(threads)
     if workers < 1:
         raise ValueError(f"threads must be 1 or more, not {threads}")
@@ -527,10 +531,11 @@ def save_parquet(
             groups = _row_groups(reader, row_group_bytes)
             first = next(groups, None)
             if first is None:  # no records: a file of the schema
-                part = next_part({"compression": compression}, stitched=False)
+                codec = "zstd" if compression == AUTO else compression
+                part = next_part({"compression": codec}, stitched=False)
                 part.write(pyarrow().Table.from_batches([], reader.schema))
             else:
-                options = {"compression": compression, **column_options(first)}
+                options = column_options(first, compression)
                 groups = _first_then([first], groups)
                 del first
                 stitched = workers > 1

@@ -12,9 +12,13 @@ footer is Parquet's Thrift FileMetaData (compact protocol), read and written who
 only the offsets, the rows and the groups' ordinals change: the file is, byte for byte, the
 one a single ParquetWriter writes from the same groups with the same options.
 
-`column_options` chooses each column's encoding from the first row group: a dictionary
-where values repeat (labels, classes, token ids, tags), plain values where they do not
-(float vectors, row ids, captions), as pyarrow's ``use_dictionary`` list of leaf columns.
+`column_options` chooses each column's encoding and codec from the first row group: of
+the encodings every common reader decodes (Spark's vectorized reader among them, so not
+BYTE_STREAM_SPLIT), the cheapest to write whose output is within SIZE_SLACK of the smallest
+one's on those values: delta-packed integers (row ids, token ids of a large vocabulary),
+a dictionary where values repeat (labels, tags), zstd only where it pays (not on random
+floats or JPEG bytes). Encoding the tokens of the benchmark with a dictionary and zstd took
+twice the CPU of delta-packing them, for 5% fewer bytes.
 """
 
 from __future__ import annotations
@@ -26,13 +30,24 @@ from ..interop.arrow import pyarrow
 __all__ = ["Encoded", "Stitched", "column_options", "encode"]
 
 MAGIC = b"PAR1"
-# A column is dictionary-encoded when its values in the first row group (up to
-# DICTIONARY_SAMPLE of them) repeat at least this many times each, on average ...
-DICTIONARY_REPEATS = 8
-DICTIONARY_SAMPLE = 1 << 20
-# ... and its distinct values fit one dictionary page (pyarrow's default limit: past it
-# pyarrow falls back to plain values, after the work of building the dictionary).
-DICTIONARY_PAGE_BYTES = 1 << 20
+# A column's encodings are tried on (up to) this many leaf values of the first row group ...
+SAMPLE_VALUES = 1 << 20
+SAMPLE_BYTES = 8 << 20
+# ... and the cheapest to write is taken whose output is at most this much over the
+# smallest's (a file a tenth larger for a column that costs a third of the time or less).
+SIZE_SLACK = 1.10
+# (encoding, codec), cheapest to write first (ns per value: `bench_arrow.py --encodings`);
+# "dictionary" is pyarrow's (plain values when its page would pass 1 MiB).
+DELTA, PLAIN = "DELTA_BINARY_PACKED", "PLAIN"
+LADDER = (
+    (DELTA, "none"),
+    (PLAIN, "none"),
+    ("dictionary", "none"),
+    (DELTA, "zstd"),
+    ("dictionary", "zstd"),
+    (PLAIN, "zstd"),
+)
+AUTO = "auto"  # save_parquet's compression: chosen per column, of none and zstd
 
 
 # --- choosing encodings -----------------------------------------------------------------------
@@ -50,49 +65,84 @@ def leaf_paths(schema: Any) -> list[str]:
     return [meta.schema.column(i).path for i in range(meta.num_columns)]
 
 
-def _leaf_values(column: Any, most: int) -> Any:
-    """The first values (up to `most`) of a column's leaf: list items, flattened."""
+def _leaf_values(column: Any) -> Any:
+    """The first values of a column's leaf (list items, flattened): up to SAMPLE_VALUES,
+    and SAMPLE_BYTES of them."""
     pa = pyarrow()
-    out, have = [], 0
+    out, have, size = [], 0, 0
     for chunk in column.chunks:
         while pa.types.is_nested(chunk.type):
             chunk = chunk.flatten()
-        out.append(chunk.slice(0, most - have))
-        have += len(out[-1])
-        if have >= most:
+        if len(chunk):
+            per_value = max(chunk.nbytes / len(chunk), 1.0)
+            most = min(SAMPLE_VALUES - have, max(1, int((SAMPLE_BYTES - size) / per_value)))
+            out.append(chunk.slice(0, most))
+            have, size = have + len(out[-1]), size + out[-1].nbytes
+        if have >= SAMPLE_VALUES or size >= SAMPLE_BYTES:
             break
-    return pa.chunked_array(out, column.type if not out else out[0].type)
+    return pa.chunked_array(out, out[0].type) if out else None
 
 
-def _dictionary_pays(values: Any) -> bool:
-    """Whether a dictionary pays for these values: each repeats DICTIONARY_REPEATS times on
-    average, and the distinct ones fit a dictionary page."""
-    import pyarrow.compute as pc
+def _encoded_size(values: Any, encoding: str, codec: str) -> int:
+    """The bytes these values take as one Parquet column chunk so encoded."""
+    pa = pyarrow()
+    import pyarrow.parquet as pq
 
-    if not len(values):
-        return False
-    distinct = pc.unique(values)
-    return (
-        len(distinct) * DICTIONARY_REPEATS <= len(values)
-        and distinct.nbytes <= DICTIONARY_PAGE_BYTES
+    dictionary = encoding == "dictionary"
+    sink = pa.BufferOutputStream()
+    pq.write_table(
+        pa.table({"v": values}),
+        sink,
+        row_group_size=max(len(values), 1),
+        compression=codec,
+        use_dictionary=dictionary,
+        column_encoding=None if dictionary else {"v": encoding},
+        write_statistics=False,
     )
+    meta = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+    return meta.row_group(0).column(0).total_compressed_size
 
 
-def column_options(table: Any) -> dict[str, Any]:
-    """ParquetWriter options for the columns of `table` (the first row group): the leaf
-    columns whose values repeat get a dictionary, the others plain values."""
+def choose_encoding(values: Any, codec: str = AUTO) -> tuple[str, str]:
+    """(encoding, codec) for a column of these values: the cheapest in LADDER whose size
+    is within SIZE_SLACK of the smallest (a codec given: of the encodings, with it)."""
+    pa = pyarrow()
+    integers = pa.types.is_integer(values.type)
+    tried: dict[tuple[str, str], int] = {}
+    for encoding, ladder_codec in LADDER:
+        if encoding == (PLAIN if integers else DELTA):
+            continue  # (delta packs integers only, and never worse than plain)
+        pair = (encoding, ladder_codec if codec == AUTO else codec)
+        if pair not in tried:
+            tried[pair] = _encoded_size(values, *pair)
+    smallest = min(tried.values())
+    return next(pair for pair, size in tried.items() if size <= SIZE_SLACK * smallest)
+
+
+def column_options(table: Any, compression: str = AUTO) -> dict[str, Any]:
+    """ParquetWriter options for the columns of `table` (the first row group): each leaf
+    column's encoding and codec (`choose_encoding`); compression other than "auto": that
+    codec for every column."""
     pa = pyarrow()
     paths = leaf_paths(table.schema)
     if len(paths) != table.num_columns:  # (a column of several leaves: pyarrow's default)
-        return {"use_dictionary": True}
+        codec = "zstd" if compression == AUTO else compression
+        return {"use_dictionary": True, "compression": codec}
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
-    chosen = [
-        path
-        for path, column in zip(paths, table.columns, strict=True)
-        if _dictionary_pays(_leaf_values(column, DICTIONARY_SAMPLE))
-    ]
-    return {"use_dictionary": chosen}
+    dictionary, encodings, codecs = [], {}, {}
+    for path, column in zip(paths, table.columns, strict=True):
+        values = _leaf_values(column)
+        if values is None:  # no values to try: pyarrow's defaults
+            encoding, codec = "dictionary", "zstd" if compression == AUTO else compression
+        else:
+            encoding, codec = choose_encoding(values, compression)
+        if encoding == "dictionary":
+            dictionary.append(path)
+        else:
+            encodings[path] = encoding
+        codecs[path] = codec
+    return {"use_dictionary": dictionary, "column_encoding": encodings, "compression": codecs}
 
 
 # --- encoding a row group ---------------------------------------------------------------------
