@@ -396,3 +396,106 @@ def test_an_open_keeps_the_heads_of_a_few_files_only(s3, shards, small_ranges, m
     # (the spec, inferred from every file's first records here, reads files 2 and 3 too)
     assert [f for f in firsts if f[0] in names[:2]] == [(names[0], 16 << 10), (names[1], 16 << 10)]
     assert [f for f in firsts if f[1] == 12] == [(names[2], 12), (names[3], 12)]
+
+
+@pytest.fixture
+def gzip_shards(tmp_path, monkeypatch):
+    """Four GZIP shards of N records (float vectors: about 1.5 MB compressed), their
+    checkpoints 64 KiB of compressed bytes apart (a few dozen per shard) in `.zran.idx`
+    sidecars beside `.idx` ones, as `tfrecnp index` writes them."""
+    pytest.importorskip("rapidgzip")  # (the gzip extra, installed in CI: it runs there)
+    from tfrecnp.format import inflate_index
+
+    monkeypatch.setattr(inflate_index, "SPACING", 64 << 10)
+    (tmp_path / "gz").mkdir()
+    out = tn.write(
+        tmp_path / "gz" / "data.tfrecord.gz",
+        _columns(),
+        records_per_shard=N // 4,
+        compression="GZIP",
+        progress=False,
+    )
+    for p in out.paths:
+        inflate_index.index_checkpoints(p, "GZIP")
+    return out.paths
+
+
+def _upload_gzip(s3, paths, folder: str, sidecars: bool = True) -> int:
+    from tfrecnp.format.inflate_index import checkpoint_path
+
+    total = _upload(s3, paths, folder, sidecars=sidecars)
+    if sidecars:
+        for p in paths:
+            name = p.rsplit("/", 1)[-1]
+            s3.fs.put_file(checkpoint_path(p), s3.url(f"{folder}/{name}.zran.idx"))
+    return total
+
+
+def _checkpoint_indexes(paths: list[str]) -> list[bytes]:
+    from tfrecnp.format import inflate_index
+
+    return [inflate_index.read_checkpoints(p, "GZIP").index for p in paths]
+
+
+def test_gzip_shards_are_read_by_position_through_their_checkpoint_sidecars(s3, gzip_shards):
+    from tfrecnp.format import inflate_index
+
+    inflate_index._PIECES.clear()  # (pieces other tests fetched)
+    total = _upload_gzip(s3, gzip_shards, "gz")
+    local = tn.open(gzip_shards)
+    sent = Sent(s3)
+    ds = tn.open(s3.url("gz/"), storage_options=s3.options)
+    mark = sent.mark()  # (the spec, inferred at open, inflates each shard's first MiB)
+    assert len(ds) == N
+    counted = sent.since(mark)
+    names = sorted("gz/" + p.rsplit("/", 1)[-1] for p in gzip_shards)
+    assert sorted(r[1] for r in counted) == sorted(
+        [n + ".zran.idx" for n in names] + [n + ".idx" for n in names]
+    )  # each sidecar fetched once, no shard read
+    mark = sent.mark()  # one record: the compressed piece between two checkpoints
+    one = ds[7777]
+    assert int(one["label"]) == 7777
+    np.testing.assert_array_equal(one["x"], local[7777]["x"])
+    reads = sent.since(mark)
+    assert len(reads) == 1 and reads[0][3] - reads[0][2] < 0.05 * total
+    rng = np.random.default_rng(3)
+    sample = rng.choice(N, N // 100, replace=False)
+    mark = sent.mark()
+    assert_same(ds[sample], local[sample])
+    reads = sent.since(mark)
+    moved = sum(stop - start for _, _, start, stop, _ in reads)
+    pieces = sum(len(inflate_index._points(c)[0]) for c in _checkpoint_indexes(gzip_shards))
+    assert len(reads) <= pieces and moved <= 1.01 * total  # each piece once, at most
+    assert_same(ds[4000:4100], local[4000:4100])
+    labels = np.concatenate([b["label"] for b in ds.batches(700, shuffle=True, seed=0)])
+    assert sorted(labels.tolist()) == list(range(N)) and labels.tolist() != list(range(N))
+    # a reopen takes checkpoints and indexes from the local cache: no sidecar fetched
+    mark = sent.mark()
+    again = tn.open(s3.url("gz/"), storage_options=s3.options)
+    assert len(again) == N
+    assert not [r for r in sent.since(mark) if r[1].endswith(".idx")]
+    assert_same(again[sample[:50]], local[sample[:50]])
+
+
+def test_gzip_shards_without_sidecars_are_indexed_once_and_say_so(s3, gzip_shards):
+    _upload_gzip(s3, gzip_shards, "bare", sidecars=False)
+    local = tn.open(gzip_shards)
+    ds = tn.open(s3.url("bare/"), storage_options=s3.options)
+    with pytest.warns(UserWarning, match=r"4 remote files .* \.zran\.idx .*tfrecnp index"):
+        assert len(ds) == N
+    picks = [5, 19_999, 123, 10_001]
+    assert_same(ds[picks], local[picks])
+    # the bucket is not written (the checkpoints and indexes are cached locally)
+    s3.fs.invalidate_cache()
+    assert sorted(fs.basename(p) for p in s3.fs.ls(s3.url("bare/"))) == sorted(
+        p.rsplit("/", 1)[-1] for p in gzip_shards
+    )
+    sent = Sent(s3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again = tn.open(s3.url("bare/"), storage_options=s3.options)
+        mark = sent.mark()  # (the open infers the spec from each shard's first records)
+        assert len(again) == N  # from the cache: no warning, no whole read
+        assert_same(again[picks], local[picks])
+    total = sum(fs.size(p) for p in gzip_shards)
+    assert sum(stop - start for _, _, start, stop, _ in sent.since(mark)) < 0.2 * total

@@ -590,6 +590,29 @@ def etag(path: Any) -> str | None:
     return listed.etag if listed is not None else None
 
 
+def cache_folder() -> str:
+    """Where what was learned of files in buckets (indexes, inflate checkpoints) is
+    cached: $TFRECNP_CACHE, else $XDG_CACHE_HOME/tfrecnp (~/.cache/tfrecnp)."""
+    found = os.environ.get("TFRECNP_CACHE")
+    if found:
+        return found
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "tfrecnp")
+
+
+def cache_file(path: Any, kind: str, suffix: str) -> str | None:
+    """The local cache file of what was learned of a listed URL (`kind`: its index, its
+    inflate checkpoints), keyed by URL, size and ETag: a changed object is never taken for
+    the old one (None without an ETag to key it by)."""
+    import hashlib
+
+    tag = etag(path)
+    if tag is None or not is_url(path):
+        return None
+    key = hashlib.sha256(f"{path}\0{size(path)}\0{tag}".encode()).hexdigest()[:32]
+    return os.path.join(cache_folder(), kind, key + suffix)
+
+
 def exists(path: Any) -> bool:
     """Whether a file exists; a URL beside others of one listing (a sidecar) is looked up
     in that listing (no request)."""

@@ -13,10 +13,11 @@ Shuffled passes over remote files (`shuffled_pieces`) read whole pieces of PIECE
 a random order, shuffled within a window of SHUFFLE_WINDOW pieces: an epoch moves the
 dataset's bytes about once.
 
-Remote files are indexed together (`Files.index`: their `.idx` sidecars, as the listing
-found them, fetched GET_THREADS at a time), and each index is kept in a local cache by the
-file's URL, size and ETag (format/index.py `cached_index`); a remote file without a
-sidecar is read whole to index it, with a warning that says so.
+Remote files are indexed together (`Files.index`: their `.idx` sidecars, and a GZIP /
+ZLIB file's `.zran.idx` checkpoints, as the listing found them, fetched INDEX_THREADS at a
+time), and each is kept in a local cache by the file's URL, size and ETag (format/index.py
+`cached_index`); a remote file without sidecars is read whole to index it, with a warning
+that says so (the bucket is not written: `tfrecnp index` does that).
 
 GZIP / ZLIB files are read by position through inflate checkpoints (format/inflate_index.py,
 the `gzip` extra): byte ranges of the decompressed stream, which the index's offsets count.
@@ -291,9 +292,9 @@ class Files:
 
     @property
     def inflatable(self) -> bool:
-        """Whether the compressed files can be read by position: local, with the `gzip`
-        extra's rapidgzip installed."""
-        return not self.remote and inflate_index.have_rapidgzip()
+        """Whether the compressed files can be read by position: with the `gzip` extra's
+        rapidgzip installed (remote ones through their pieces between checkpoints)."""
+        return inflate_index.have_rapidgzip()
 
     def _checkpoints_of(self, f: int) -> Checkpoints:
         cp = self._checkpoints[f]
@@ -356,46 +357,52 @@ class Files:
         todo = [
             f
             for f in range(len(self.paths))
-            if self._file_index[f] is None and self.kinds[f] is None and fs.is_url(self.paths[f])
+            if self._file_index[f] is None
+            and fs.is_url(self.paths[f])
+            and (self.kinds[f] is None or self.inflatable)
         ]
         if not todo or not self.damage.raises:
             return
         from concurrent.futures import ThreadPoolExecutor
 
+        packed = [f for f in todo if self.kinds[f] is not None]  # (their checkpoints too)
+        todo = [f for f in todo if self.kinds[f] is None]
         for f in list(todo):  # from the local cache first: no request
             index = cached_index(self.paths[f])
             if index is not None:
                 with self._lock:
                     self._file_index[f] = (index.offsets, index.lengths)
                 todo.remove(f)
+        todo += packed
         if not todo:
             return
         unsided = [  # (an empty file has nothing to index)
-            self.paths[f]
+            f
             for f in todo
-            if fs.size(self.paths[f]) and not fs.exists(index_path(self.paths[f]))
+            if fs.size(self.paths[f])
+            and (
+                not fs.exists(index_path(self.paths[f]))
+                if self.kinds[f] is None
+                else not inflate_index.checkpoints_known(self.paths[f])
+            )
         ]
 
         def one(f: int) -> None:
             path = self.paths[f]
-            index = scan_file(path, compression=None)
-            remember_index(index)
+            if self.kinds[f] is None:
+                index = scan_file(path, compression=None)
+                remember_index(index)
+                found = (index.offsets, index.lengths)
+            else:  # checkpoints (sidecar, cache, or built) and the index beside them
+                found = self._scan(f)
+                if cached_index(path) is None:
+                    remember_index(RecordIndex(path, *found))
             with self._lock:
                 if self._file_index[f] is None:
-                    self._file_index[f] = (index.offsets, index.lengths)
+                    self._file_index[f] = found
 
         if unsided:
-            import warnings
-
-            names = ", ".join(fs.basename(p) for p in unsided[:4])
-            more = f" and {len(unsided) - 4} more" if len(unsided) > 4 else ""
-            warnings.warn(
-                f"{len(unsided)} remote file{'s' * (len(unsided) != 1)} ({names}{more}) "
-                f"{'has' if len(unsided) == 1 else 'have'} no .idx sidecar: each is read "
-                "whole once to index it (the index then cached locally); "
-                f"`tfrecnp index {fs.split(unsided[0])[0]}/` writes the sidecars",
-                stacklevel=5,
-            )
+            _warn_unsided([self.paths[f] for f in unsided], [self.kinds[f] for f in unsided])
         with ThreadPoolExecutor(min(INDEX_THREADS, len(todo))) as pool:
             list(pool.map(one, todo))
 
@@ -482,11 +489,8 @@ class Files:
             return
         f = next(i for i, k in enumerate(self.kinds) if k is not None)
         path = self.paths[f]
-        if self.remote:
-            need = "local files (copy them here first)"
-        else:
-            need = f"the gzip extra ({inflate_index.PIP_LINE}), which reads them through inflate "
-            need += "checkpoints"
+        need = f"the gzip extra ({inflate_index.PIP_LINE}), which reads them through inflate "
+        need += "checkpoints"
         raise RandomAccessError(
             f"{what} reads records by position, which in {self.kinds[f]}-compressed files "
             f"such as {path} needs {need}; or decompress it (e.g. `gunzip -c {path} > "
@@ -494,6 +498,24 @@ class Files:
             "'out/')) and read rows from tn.load('out/'). Iteration, batches() and "
             "batches(shuffle=N) work on compressed files"
         )
+
+
+def _warn_unsided(paths: list[Any], kinds: list[str | None]) -> None:
+    """Say which remote files a read by position must read whole first, and how to spare
+    the next open that (`tfrecnp index` writes sidecars beside them)."""
+    import warnings
+
+    names = ", ".join(fs.basename(p) for p in paths[:4])
+    more = f" and {len(paths) - 4} more" if len(paths) > 4 else ""
+    packed = any(k is not None for k in kinds)
+    sidecar = ".idx sidecar" + (" or .zran.idx checkpoint sidecar" if packed else "")
+    warnings.warn(
+        f"{len(paths)} remote file{'s' * (len(paths) != 1)} ({names}{more}) "
+        f"{'has' if len(paths) == 1 else 'have'} no {sidecar}: each is read "
+        "whole once to index it (the index then cached locally); "
+        f"`tfrecnp index {fs.split(paths[0])[0]}/` writes the sidecars",
+        stacklevel=6,
+    )
 
 
 def _compressions(paths: list[str], compression: str | None) -> list[str | None]:
@@ -580,11 +602,9 @@ def read_runs(
         runs = list(zip(at.tolist(), sizes.tolist(), offsets.tolist(), strict=True))
         view = memoryview(buf)
         if files.kinds[f] is not None:
-            inflated = files.inflated(f)
-            for a, n, offset in runs:
-                got = inflated.read_into(view[a : a + n], offset)
-                if got != n:
-                    raise files.cut_short(f, offset + got)
+            short = files.inflated(f).read_all(view, runs)
+            if short is not None:
+                raise files.cut_short(f, short)
         elif runs:
             got = fs.read_ranges(path, offsets.tolist(), (offsets + sizes).tolist())
             for (a, n, offset), data in zip(runs, got, strict=True):

@@ -10,11 +10,12 @@ decompressed size it tiles, with a few headers read through those checkpoints.
 The index of a file in a bucket is kept in a local cache (`cached_index`, under
 $TFRECNP_CACHE, else ~/.cache/tfrecnp), keyed by its URL, size and ETag as its listing gave
 them: opening it again costs no request for its index, and a changed object (another
-ETag or size) is never taken for the old one."""
+ETag or size) is never taken for the old one. A compressed one's `.idx` is trusted beside
+checkpoints that match the shard when it tiles their decompressed size (its headers are
+checked as records are read: three spot checks would fetch three compressed pieces)."""
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import warnings
@@ -130,28 +131,9 @@ def _headers_agree(path: str, offsets: np.ndarray, frames: np.ndarray) -> bool:
     return True
 
 
-def cache_folder() -> str:
-    """Where indexes of files in buckets are cached: $TFRECNP_CACHE, else
-    $XDG_CACHE_HOME/tfrecnp (~/.cache/tfrecnp)."""
-    found = os.environ.get("TFRECNP_CACHE")
-    if found:
-        return found
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "tfrecnp")
-
-
-def _cache_file(path: str) -> str | None:
-    """The cache file of a listed URL's index (None without an ETag to key it by)."""
-    tag = fs.etag(path)
-    if tag is None or not fs.is_url(path):
-        return None
-    key = hashlib.sha256(f"{path}\0{fs.size(path)}\0{tag}".encode()).hexdigest()[:32]
-    return os.path.join(cache_folder(), "index", key + ".npy")
-
-
 def cached_index(path: str) -> RecordIndex | None:
     """The index of a remote file cached for its URL, size and ETag, or None."""
-    file = _cache_file(path)
+    file = fs.cache_file(path, "index", ".npy")
     if file is None or not os.path.exists(file):
         return None
     try:
@@ -166,7 +148,7 @@ def cached_index(path: str) -> RecordIndex | None:
 def remember_index(index: RecordIndex) -> None:
     """Cache a remote file's index by its URL, size and ETag (nothing when it has no ETag,
     or the cache cannot be written: the index is then fetched again next time)."""
-    file = _cache_file(index.path)
+    file = fs.cache_file(index.path, "index", ".npy")
     if file is None:
         return
     try:
@@ -185,12 +167,14 @@ def _inflated_agrees(path: str, offsets: np.ndarray, frames: np.ndarray, end: in
     the checkpoints)."""
     from . import inflate_index
 
-    if fs.is_url(path) or not inflate_index.have_rapidgzip():
+    if not inflate_index.have_rapidgzip():
         return False
     kind = detect_compression(fs.read_head(path, HEADER_BYTES))
     cp = inflate_index.read_checkpoints(path, kind) if kind is not None else None
     if cp is None or cp.inflated_size != end:
         return False
+    if fs.is_url(path):  # (reads check each frame they read against the index)
+        return True
     inflated = inflate_index.Inflated(cp, inflate_index.SpanCache(0))
     try:
         for i in sorted({0, len(offsets) // 2, len(offsets) - 1}) if len(offsets) else ():

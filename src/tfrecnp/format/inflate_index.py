@@ -20,6 +20,15 @@ A sidecar whose stamp differs from its shard's (size, mtime or first bytes), or 
 parse, is rebuilt, never trusted. A shard whose stream is damaged gets checkpoints only up to
 the damage (kept in memory, not written).
 
+A shard in a bucket is stamped by its size and first bytes (an upload has an mtime of its
+own). Its sidecar, as its listing found it, is fetched with one GET and kept in the local
+cache (`fs.cache_file`) by the shard's URL, size and ETag; without one, a
+build reads the shard once through the ranged GETs of a pass and keeps the checkpoints in
+that cache only: a user's bucket is not written without asking (`tfrecnp index` does).
+Reads by position fetch the compressed pieces between checkpoints that a read needs (the
+checkpoints' byte offsets, from rapidgzip's export) together, and rapidgzip inflates them
+from memory (`_Pieces`).
+
 `Inflated` reads a byte range of one shard's decompressed stream from any thread: each read
 borrows a rapidgzip handle from a small pool (a handle is not thread-safe), and the decoded
 spans between checkpoints that a read only partly needs are kept in an LRU cache shared by a
@@ -36,6 +45,7 @@ import contextlib
 import io
 import json
 import os
+import struct
 import sys
 import threading
 import weakref
@@ -66,6 +76,7 @@ __all__ = [
     "checkpoint_path",
     "checkpoints_and_frames",
     "checkpoints_for",
+    "checkpoints_known",
     "have_rapidgzip",
     "index_checkpoints",
     "read_checkpoints",
@@ -80,6 +91,8 @@ READ_BYTES = 4 << 20  # a build decompresses this much at a time
 PROGRESS_BYTES = 64 << 20  # a build of a shard this large shows a progress bar
 CACHE_BYTES = 128 << 20  # decoded spans a dataset keeps for reads by position, at most
 IDLE_HANDLES = 4  # rapidgzip handles kept per shard for the next read, at most
+PIECES_KEPT = 64 << 20  # compressed pieces of remote shards a process keeps, at most
+PIECE_SLOP = 64  # a piece runs this far past the next checkpoint (its last bits)
 BUILD_THREADS = 1  # rapidgzip's threads in a build (see the module docstring)
 EXTRA = "gzip"
 PIP_LINE = f"pip install 'tfrecnp[{EXTRA}]'"
@@ -123,13 +136,25 @@ class Checkpoints:
 
 
 def _stamp(path: str) -> dict:
+    if fs.is_url(path):  # (an upload's mtime is its own: size and first bytes say which)
+        head = fs.read_head(path, HEAD_BYTES)
+        return {"size": fs.size(path), "mtime_ns": None, "head_crc32": zlib.crc32(head)}
     st = os.stat(path)
     with open(path, "rb") as f:
         head = f.read(HEAD_BYTES)
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "head_crc32": zlib.crc32(head)}
 
 
-def _open(path: str, parallelization: int) -> Any:
+def _same_shard(stamp: dict, path: str) -> bool:
+    """Whether a sidecar's stamp is the shard's (a remote shard's: size and first bytes)."""
+    now = _stamp(path)
+    if now["mtime_ns"] is None:
+        return stamp["size"] == now["size"] and stamp["head_crc32"] == now["head_crc32"]
+    return stamp == now
+
+
+def _open(path: Any, parallelization: int) -> Any:
+    """A rapidgzip handle on a local shard's path, or on a file object (a remote shard's)."""
     rapidgzip = import_module("rapidgzip")
     handle = rapidgzip.RapidgzipFile(path, parallelization=parallelization, chunk_size=SPACING)
     _LIVE.add(handle)
@@ -146,7 +171,13 @@ def build_checkpoints(
     size = stamp["size"]
     show = progress and size >= PROGRESS_BYTES
     label = f"checkpoints for reads by position of {fs.basename(path)}"
-    handle = _open(path, BUILD_THREADS)
+    stream = _Raw(fs.open_read(path)) if fs.is_url(path) else None  # front to back, ahead
+    try:
+        handle = _open(path if stream is None else stream, BUILD_THREADS)
+    except BaseException:
+        if stream is not None:
+            stream.close()
+        raise
     pieces = run_ahead(_pieces(handle), 1)  # inflated in a thread, walked in this one
     try:
         exported = io.BytesIO()
@@ -167,7 +198,36 @@ def build_checkpoints(
     finally:
         pieces.close()
         close(handle)
+        if stream is not None:
+            stream.close()
     return Checkpoints(path, compression, stamp, np.array(starts, np.int64), exported.getvalue())
+
+
+class _Raw(io.RawIOBase):
+    """A remote file read front to back (fs.open_read's), as the file object rapidgzip
+    takes (it asks for the io methods a raw file has)."""
+
+    def __init__(self, file: Any):
+        self.file = file
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, out: Any) -> int:
+        return self.file.readinto(out)
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self.file.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.file.tell()
+
+    def close(self) -> None:
+        self.file.close()
+        super().close()
 
 
 def _pieces(handle: Any) -> Iterator[tuple[bytearray, int, int]]:
@@ -279,7 +339,7 @@ def _damaged_checkpoints(path: str, compression: str, stamp: dict) -> Checkpoint
     from .compression import DecompressingReader
 
     good = 0
-    with open(path, "rb") as raw:
+    with fs.open_read(path) as raw:
         reader = DecompressingReader(raw, compression)
         buf = bytearray(READ_BYTES)
         try:
@@ -301,20 +361,61 @@ def write_checkpoints(cp: Checkpoints, out: str | None = None) -> str:
         "index_bytes": len(body),
         "index_crc32": zlib.crc32(body),
     }
-    with atomic_output(out) as tmp, open(tmp, "wb") as f:
+    with atomic_output(out) as tmp, fs.open_write(tmp) as f:
         f.write(MAGIC + json.dumps(meta, separators=(",", ":")).encode() + b"\n" + body)
     cp.stored = True
     return out
 
 
-def read_checkpoints(path: str, compression: str) -> Checkpoints | None:
-    """The shard's checkpoints from its sidecar, or None when there is none, or it does
-    not parse, or its stamp is not the shard's (then it is rebuilt, never trusted)."""
+def _sidecar_bytes(path: Any) -> bytes | None:
+    """The bytes of a shard's checkpoint sidecar, or None. A remote shard's: from the local
+    cache (no request), else the sidecar its listing found (one GET, then cached)."""
     sidecar = checkpoint_path(path)
+    if not fs.is_url(path):
+        try:
+            with open(sidecar, "rb") as f:
+                return f.read()
+        except OSError:
+            return None
+    cached = fs.cache_file(path, "checkpoints", CHECKPOINT_SUFFIX)
+    if cached is not None and os.path.exists(cached):
+        with contextlib.suppress(OSError), open(cached, "rb") as f:
+            return f.read()
+    if not fs.exists(sidecar):
+        return None
     try:
-        with open(sidecar, "rb") as f:
-            data = f.read()
-    except OSError:
+        data = fs.read_bytes(sidecar)
+    except FileNotFoundError:
+        return None
+    if cached is not None:
+        _keep(cached, data)
+    return data
+
+
+def checkpoints_known(path: Any) -> bool:
+    """Whether a remote shard's checkpoints are cached locally or its listing found their
+    sidecar (no request either way, for a listed shard)."""
+    cached = fs.cache_file(path, "checkpoints", CHECKPOINT_SUFFIX)
+    return (cached is not None and os.path.exists(cached)) or fs.exists(checkpoint_path(path))
+
+
+def _keep(file: str, data: bytes) -> None:
+    """Write a local cache file (write-then-rename; a cache that cannot be written is
+    left out: the sidecar is fetched again next time)."""
+    with contextlib.suppress(OSError):
+        os.makedirs(os.path.dirname(file), exist_ok=True)
+        tmp = f"{file}.tmp-{os.getpid()}-{threading.get_ident()}"
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, file)
+
+
+def read_checkpoints(path: str, compression: str) -> Checkpoints | None:
+    """The shard's checkpoints from its sidecar (a remote shard's: cached locally, or
+    fetched and cached), or None when there is none, or it does not parse, or its stamp is
+    not the shard's (then it is rebuilt, never trusted)."""
+    data = _sidecar_bytes(path)
+    if data is None:
         return None
     try:
         if not data.startswith(MAGIC):
@@ -332,7 +433,7 @@ def read_checkpoints(path: str, compression: str) -> Checkpoints | None:
             and bool(np.all(np.diff(starts) > 0))
             and starts[0] == 0
         )
-        if not sound or stamp != _stamp(path):
+        if not sound or not _same_shard(stamp, path):
             return None
         index = zlib.decompress(body)
     except (ValueError, KeyError, TypeError, zlib.error, OSError):
@@ -361,12 +462,20 @@ def checkpoints_and_frames(
     cp = None if rebuild else read_checkpoints(path, compression)
     if cp is not None:
         return cp, None
-    lines = _IndexLines(path) if write else None
+    remote = fs.is_url(path)
+    lines = _IndexLines(path) if write and not remote else None
     try:
         walk = _FrameWalk(lines)
         cp = build_checkpoints(path, compression, progress=progress, frames=walk)
         walked = walk.result(cp.inflated_size) if cp.index else None
-        if write and cp.index:
+        if write and cp.index and remote:  # the local cache, not the user's bucket
+            cached = fs.cache_file(path, "checkpoints", CHECKPOINT_SUFFIX)
+            if cached is not None:
+                with contextlib.suppress(OSError):
+                    os.makedirs(os.path.dirname(cached), exist_ok=True)
+                    write_checkpoints(cp, cached)
+                cp.stored = False  # (another machine has no such cache: pickled along)
+        elif write and cp.index:
             with contextlib.suppress(OSError):  # read-only storage: kept (and pickled) in memory
                 write_checkpoints(cp)
         if lines is not None and cp.stored and walked is not None:
@@ -381,13 +490,19 @@ def index_checkpoints(path: str, compression: str) -> str:
     """`tfrecnp index` for a compressed shard: build its checkpoints and write the sidecar
     (and the `.idx`, from the same pass); returns the sidecar's path. Needs a local file
     and the gzip extra."""
-    if fs.is_url(path) or not have_rapidgzip():
-        need = "a local file" if fs.is_url(path) else f"the gzip extra ({PIP_LINE})"
+    if not have_rapidgzip():
         raise RandomAccessError(
             f"{path} is {compression}-compressed: indexing it for reads by position needs "
-            f"{need}; or decompress it first (e.g. `gunzip`) and index that"
+            f"the gzip extra ({PIP_LINE}); or decompress it first (e.g. `gunzip`) and index that"
         )
-    cp, _ = checkpoints_and_frames(path, compression, rebuild=True, progress=False)
+    remote = fs.is_url(path)  # (written beside it below, as asked, not only cached)
+    cp, walked = checkpoints_and_frames(path, compression, rebuild=True, progress=False)
+    if remote and cp.index:
+        write_checkpoints(cp)
+        if walked is not None:  # (format/index.py's write_index, which imports this module)
+            with atomic_output(fs.suffixed(path, INDEX_SUFFIX)) as tmp, fs.open_write(tmp) as f:
+                f.write(encode.index_lines(walked[0], walked[1] + OVERHEAD_BYTES))
+        return checkpoint_path(path)
     if not cp.index:
         raise CorruptRecordError(
             f"the {compression} stream is damaged at decompressed byte {cp.inflated_size}",
@@ -436,6 +551,115 @@ class SpanCache:
             self._bytes = 0
 
 
+def _points(index: bytes) -> tuple[list[int], list[int]] | None:
+    """(decompressed offsets, compressed byte offsets) of the checkpoints in rapidgzip's
+    export (indexed_gzip's format: a header, then per point its compressed byte offset,
+    decompressed offset and the bits it starts before that byte); None if it does not
+    parse."""
+    head = struct.Struct("<5sBBQQIII")
+    if len(index) < head.size or not index.startswith(b"GZIDX"):
+        return None
+    _, version, _, _, _, _, _, count = head.unpack_from(index, 0)
+    point = struct.Struct("<QQB" + "B" * (version >= 1))
+    if len(index) < head.size + count * point.size:
+        return None
+    dec, comp = [], []
+    for k in range(count):
+        fields = point.unpack_from(index, head.size + k * point.size)
+        dec.append(fields[1])
+        comp.append(fields[0] - (1 if fields[2] else 0))
+    return dec, comp
+
+
+class _Pieces:
+    """A remote shard's compressed bytes as rapidgzip reads them: the pieces between its
+    checkpoints (each a little past the next, which it reads into), fetched together
+    ahead of a read (`want`) or one at a time when a read finds one missing, kept in a
+    process-wide LRU of PIECES_KEPT bytes."""
+
+    def __init__(self, cp: Checkpoints):
+        self.url, self.size = cp.path, int(cp.stamp["size"])
+        self.key = (str(cp.path), self.size, fs.etag(cp.path), cp.stamp["head_crc32"])
+        found = _points(cp.index)
+        self.dec, cuts = found if found else ([0], [0])
+        self.cuts = [0, *cuts[1:], self.size] if cuts else [0, self.size]
+
+    def _piece(self, pos: int) -> tuple[int, int]:
+        k = max(0, bisect.bisect_right(self.cuts, pos) - 1)
+        return self.cuts[k], min(self.size, self.cuts[min(k + 1, len(self.cuts) - 1)] + PIECE_SLOP)
+
+    def wanted(self, offset: int, n: int) -> set[tuple[int, int]]:
+        """The pieces that decompressed bytes offset..offset + n are inflated from."""
+        k0 = max(0, bisect.bisect_right(self.dec, offset) - 1)
+        k1 = max(k0, bisect.bisect_left(self.dec, offset + n) - 1)
+        return {self._piece(self.cuts[min(k, len(self.cuts) - 1)]) for k in range(k0, k1 + 1)}
+
+    def want(self, pieces: set[tuple[int, int]]) -> None:
+        """Fetch the pieces not held, in one batch of ranged GETs."""
+        missing = sorted(p for p in pieces if _PIECES.get((self.key, p)) is None)
+        if missing:
+            got = fs.read_ranges(self.url, [a for a, _ in missing], [b for _, b in missing])
+            for p, data in zip(missing, got, strict=True):
+                _PIECES.put((self.key, p), np.frombuffer(data, np.uint8))
+
+    def read_into(self, pos: int, out: memoryview) -> int:
+        """Bytes pos.. of the shard into out, from the pieces held (a missing one fetched)."""
+        got = 0
+        while got < len(out) and pos < self.size:
+            piece = self._piece(pos)
+            data = _PIECES.get((self.key, piece))
+            if data is None and pos < fs.HEAD_BYTES and not got:  # a new handle's look at
+                head = fs.read_head(self.url, fs.HEAD_BYTES)  # the gzip header: the head
+                n = min(len(out), len(head) - pos)  # kept at open (a short read)
+                out[:n] = head[pos : pos + n]
+                return n
+            if data is None and got:  # a short read: rapidgzip reads ahead in blocks of
+                break  # 128 KiB; a piece not held is fetched when it is asked for itself
+            if data is None:
+                self.want({piece})
+                data = _PIECES.get((self.key, piece))
+                if data is None:  # (larger than the whole budget: read it through)
+                    data = np.frombuffer(
+                        fs.read_ranges(self.url, [piece[0]], [piece[1]])[0], np.uint8
+                    )
+            n = min(len(out) - got, piece[0] + len(data) - pos)
+            if n <= 0:
+                break
+            out[got : got + n] = data[pos - piece[0] : pos - piece[0] + n]
+            got += n
+            pos += n
+        return got
+
+
+class _PieceFile(io.RawIOBase):
+    """A remote shard as the file object one rapidgzip handle reads (its own position)."""
+
+    def __init__(self, pieces: _Pieces):
+        self.pieces, self.pos = pieces, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        base = {0: 0, 1: self.pos, 2: self.pieces.size}[whence]
+        self.pos = base + offset
+        return self.pos
+
+    def tell(self) -> int:
+        return self.pos
+
+    def readinto(self, out: Any) -> int:
+        got = self.pieces.read_into(self.pos, memoryview(out).cast("B"))
+        self.pos += got
+        return got
+
+
+_PIECES = SpanCache(PIECES_KEPT)  # the compressed pieces of remote shards, by (shard, range)
+
+
 class Inflated:
     """Positioned reads of one compressed shard's decompressed stream, from any thread of
     the process that made it."""
@@ -449,12 +673,41 @@ class Inflated:
         self._lock = threading.Lock()
         self._decoding: dict[int, threading.Lock] = {}  # spans being decoded, by number
         self._closed = False
+        self.pieces = _Pieces(cp) if fs.is_url(cp.path) and cp.index else None
+
+    def read_all(self, view: memoryview, runs: list[tuple[int, int, int]]) -> int | None:
+        """view[a : a + n] from decompressed byte `offset` on, for each (a, n, offset) of
+        runs; a remote shard's pieces for several runs fetched together, within half of
+        PIECES_KEPT at a time. Returns the stream offset where a run came up short, or None."""
+        k = 0
+        while k < len(runs):
+            group, want, held = [], set(), 0
+            while k < len(runs):
+                a, n, offset = runs[k]
+                if self.pieces is not None:  # (a span read in part is decoded whole)
+                    starts = self._starts
+                    lo = starts[max(0, bisect.bisect_right(starts, offset) - 1)]
+                    hi = starts[min(len(starts) - 1, bisect.bisect_left(starts, offset + n))]
+                    more = self.pieces.wanted(lo, hi - lo) - want
+                    held += sum(b - a_ for a_, b in more)
+                    if group and held > PIECES_KEPT // 2:
+                        break
+                    want |= more
+                group.append(runs[k])
+                k += 1
+            if self.pieces is not None:
+                self.pieces.want(want)
+            for a, n, offset in group:
+                got = self.read_into(view[a : a + n], offset)
+                if got != n:
+                    return offset + got
+        return None
 
     def _take(self) -> Any:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        handle = _open(self.cp.path, 1)
+        handle = _open(self.cp.path if self.pieces is None else _PieceFile(self.pieces), 1)
         try:
             handle.import_index(io.BytesIO(self.cp.index))
         except BaseException:
@@ -495,7 +748,7 @@ class Inflated:
     def _decode_from_start(self, a: int, out: memoryview) -> None:
         from .compression import DecompressingReader
 
-        with open(self.cp.path, "rb") as raw:
+        with fs.open_read(self.cp.path) as raw:
             reader = DecompressingReader(raw, self.cp.compression)
             skip = bytearray(READ_BYTES)
             pos = 0
