@@ -25,6 +25,11 @@ on >= 2 GiB; the Arrow door <= 20% over NumPy batches.
 
     python benchmarks/bench_arrow.py --mib 2048 --data /tmp/bench-arrow --clean
     python benchmarks/bench_arrow.py --mib 64 --doors-only --runs 9
+    python benchmarks/bench_arrow.py --encodings --runs 7
+
+--encodings times each (encoding, codec) of tfrecnp's ladder (parquet_write.LADDER) on a
+million values of a few kinds of column, in this process (CPU ns per value, medians), with
+the bits each value takes and the pair chosen: the measurements behind the ladder's order.
 """
 
 from __future__ import annotations
@@ -181,9 +186,11 @@ def _case(name: str, kind: str, out: str, paths: list[str]) -> None:
     rss = max(usage.ru_maxrss << 10, peak[0]) >> 20
     import pyarrow.dataset as pds
 
-    rows = pds.dataset(out, format="parquet").count_rows()
+    found = pds.dataset(out, format="parquet")
+    rows = found.count_rows()
+    size = sum(os.path.getsize(f) for f in found.files) / (1 << 20)
     cpu = usage.ru_utime + usage.ru_stime  # this process's threads (not Ray's workers)
-    print(json.dumps({"seconds": seconds, "rss_mib": rss, "rows": rows, "cpu": cpu}))
+    print(json.dumps({"seconds": seconds, "rss_mib": rss, "rows": rows, "cpu": cpu, "out": size}))
 
 
 def _batched_recipe(kind: str, out: str, paths: list[str]) -> None:
@@ -266,6 +273,44 @@ def _doors(kind: str, paths: list[Path], runs: int) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in rates.items()}
 
 
+def _encodings(runs: int) -> None:
+    """CPU ns per value and bits per value of each ladder pair, on kinds of column."""
+    import numpy as np
+    import pyarrow as pa
+
+    from tfrecnp.data import parquet_write as pw
+
+    rng = np.random.default_rng(0)
+    n = 1 << 20
+    columns = {
+        "row ids": np.arange(n),
+        "labels of 10": rng.integers(0, 10, n),
+        "tokens of 50k": rng.integers(0, 50_000, n),
+        "zipf words": np.minimum(rng.zipf(1.2, n), 50_000),
+        "normal float32": rng.standard_normal(n).astype(np.float32),
+        "tags of 3": [(b"cat", b"dog", b"emu")[k] for k in rng.integers(0, 3, n // 8)],
+        "captions": [f"caption {i}".encode() for i in range(n // 8)],
+    }
+    print("Encodings: CPU ns per value (median) and bits per value; * the pair chosen")
+    for name, data in columns.items():
+        values = pa.chunked_array([pa.array(data)])
+        chosen = pw.choose_encoding(values)
+        cells = []
+        for encoding, codec in pw.LADDER:
+            if encoding == (pw.PLAIN if pa.types.is_integer(values.type) else pw.DELTA):
+                continue
+            times = []
+            for _ in range(runs):
+                t0 = time.process_time()
+                size = pw._encoded_size(values, encoding, codec)
+                times.append(time.process_time() - t0)
+            mark = "*" if (encoding, codec) == chosen else " "
+            ns = statistics.median(times) * 1e9 / len(values)
+            short = {"DELTA_BINARY_PACKED": "delta", "dictionary": "dict"}.get(encoding, "plain")
+            cells.append(f"{mark}{short}+{codec} {ns:5.1f} ns {size * 8 / len(values):5.1f} b")
+        print(f"  {name:<15} " + " | ".join(cells))
+
+
 def _conversions(folder: Path, kind: str, args: argparse.Namespace) -> None:
     full = _shards(folder)
     prefix = _shards(folder, min(args.peer_mib, args.mib))
@@ -297,7 +342,7 @@ def _conversions(folder: Path, kind: str, args: argparse.Namespace) -> None:
             f"  {name:<22} on {got['mib']:6.0f} MiB {got['seconds']:8.2f} s {rate:7.2f} MiB/s  "
             f"{got['rows'] / got['seconds'] / 1e3:7.0f} k rows/s  "
             f"CPU {got['cpu'] / got['seconds']:4.2f} cores  "
-            f"peak RSS {got['rss_mib']:5d} MiB  {ratio}"
+            f"peak RSS {got['rss_mib']:5d} MiB  Parquet {got['out']:6.0f} MiB  {ratio}"
         )
 
 
@@ -315,8 +360,12 @@ def main(argv: list[str] | None = None) -> int:
         "--peers", default=",".join(PEERS), help=f"peers to run, of {', '.join(PEERS)}"
     )
     parser.add_argument("--doors-only", action="store_true", help="only the Arrow door's cost")
+    parser.add_argument("--encodings", action="store_true", help="only the encodings' costs")
     parser.add_argument("--case", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.encodings:
+        _encodings(args.runs)
+        return 0
     if args.case:
         name, kind, out, *paths = args.case
         _case(name, kind, out, paths)

@@ -42,10 +42,10 @@ DELTA, PLAIN = "DELTA_BINARY_PACKED", "PLAIN"
 LADDER = (
     (DELTA, "none"),
     (PLAIN, "none"),
-    ("dictionary", "none"),
     (DELTA, "zstd"),
-    ("dictionary", "zstd"),
     (PLAIN, "zstd"),
+    ("dictionary", "none"),
+    ("dictionary", "zstd"),
 )
 AUTO = "auto"  # save_parquet's compression: chosen per column, of none and zstd
 
