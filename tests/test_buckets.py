@@ -499,3 +499,24 @@ def test_gzip_shards_without_sidecars_are_indexed_once_and_say_so(s3, gzip_shard
         assert_same(again[picks], local[picks])
     total = sum(fs.size(p) for p in gzip_shards)
     assert sum(stop - start for _, _, start, stop, _ in sent.since(mark)) < 0.2 * total
+
+
+def test_an_open_reads_the_heads_of_its_files_in_one_batch(s3, shards, monkeypatch):
+    """What the first file is (ArrayRecord or TFRecord), then every file's compression: the
+    first head asked for brings the others listed with it, in one batch of ranged GETs
+    (one round trip, not two)."""
+    monkeypatch.setattr(fs, "_HEADS", type(fs._HEADS)())
+    _upload(s3, shards, "group")
+    batches = []
+    real = fs.read_many
+
+    def noted(urls, starts, stops):
+        batches.append(sorted(fs.basename(u) for u in urls))
+        return real(urls, starts, stops)
+
+    monkeypatch.setattr(fs, "read_many", noted)
+    local = tn.open(shards)
+    ds = tn.open(s3.url("group/"), storage_options=s3.options)
+    names = sorted(p.rsplit("/", 1)[-1] for p in shards)
+    assert batches == [names]  # (no .idx among them: sidecars are read whole, if at all)
+    assert_same(next(iter(ds.batches(100))), next(iter(local.batches(100))))

@@ -251,7 +251,31 @@ def listing(path: Any) -> tuple[str, list[URL]]:
         meter.add("head")
         if not fsys.exists(inner):
             raise FileNotFoundError(f"no such file or folder: {url}")
+    _remember_group(out)
     return kind, out
+
+
+_GROUPS: OrderedDict = OrderedDict()  # str(url) -> the first HEADS_KEPT files of its listing
+_COMING: dict = {}  # str(url) -> an Event set when the group read that holds its head ends
+GROUPS_KEPT = 4  # ... for the last few listings
+
+
+def _remember_group(urls: list[URL]) -> None:
+    """Note the first files of a listing: the first head read of any of them reads all of
+    their heads at once (`read_head`), as an open asks for each in turn (what the first file
+    is, then every file's compression: a round trip saved)."""
+    group = [
+        u
+        for u in urls
+        if u.listed is not None and u.listed.etag is not None and not u.endswith(".idx")
+    ][:HEADS_KEPT]  # (sidecars, .idx and .zran.idx, are read whole or not at all)
+    if len(group) < 2:
+        return
+    with _HEADS_LOCK:
+        for u in group:
+            _GROUPS[str(u)] = group
+        while len(_GROUPS) > GROUPS_KEPT * HEADS_KEPT:
+            _GROUPS.popitem(last=False)
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -523,13 +547,37 @@ def read_head(path: Any, n: int, *, keep: bool = True) -> bytes:
     if got is not None and len(got) >= min(n, total):
         return got[:n]
     m = min(total, max(n, HEAD_BYTES) if keep else n)
-    got = read_ranges(path, [0], [m])[0] if m > 0 else b""
-    if keep and etag(path) is not None:
-        with _HEADS_LOCK:
-            _HEADS[_head_key(path)] = got
-            while len(_HEADS) > HEADS_KEPT:
-                _HEADS.popitem(last=False)
-    return got[:n]
+    with _HEADS_LOCK:
+        coming = _COMING.get(str(path))
+        group = _GROUPS.pop(str(path), None) if keep and m == min(total, HEAD_BYTES) else None
+        if group:  # the heads of the files listed with it, in the same round trip
+            group = [u for u in group if str(u) not in _COMING and str(u) != str(path)]
+            group = [u for u in group if _HEADS.get(_head_key(u)) is None and size(u)]
+            done = threading.Event()
+            for u in [path, *group]:
+                _GROUPS.pop(str(u), None)
+                _COMING[str(u)] = done
+    if coming is not None:  # another thread reads it with its group: its answer, then
+        coming.wait()
+        return read_head(path, n, keep=keep)
+    urls = [path, *(group or [])]
+    try:
+        stops = [m] + [min(size(u), HEAD_BYTES) for u in urls[1:]]
+        found = read_many(urls, [0] * len(urls), stops) if m > 0 else [b""]
+        if keep:
+            with _HEADS_LOCK:
+                for u, head in zip(urls, found, strict=True):
+                    if etag(u) is not None:
+                        _HEADS[_head_key(u)] = head
+                while len(_HEADS) > HEADS_KEPT:
+                    _HEADS.popitem(last=False)
+    finally:
+        if group is not None:
+            with _HEADS_LOCK:
+                for u in urls:
+                    _COMING.pop(str(u), None)
+            done.set()
+    return found[0][:n]
 
 
 def _head_key(path: Any) -> tuple:
@@ -652,6 +700,7 @@ def listdir(path: Any) -> list[str]:
         directory = i.get("type", "file") == "directory"
         listed = None if directory else Listed(int(i.get("size") or 0), _etag(i), beside)
         out.append(_url(fs, name, path, listed))
+    _remember_group([u for u in out if u.listed is not None])
     return out
 
 
