@@ -13,6 +13,8 @@ from source_contract import SourceTests, record, records
 
 import tfrecnp as tn
 from tfrecnp._core import riegeli
+from tfrecnp._util.threads import CPUS
+from tfrecnp.format import arrayrecord as far
 from tfrecnp.format.arrayrecord import ArrayRecordFile
 from tfrecnp.format.riegeli import SIGNATURE, riegeli_hash
 
@@ -592,6 +594,70 @@ def test_a_chunk_streams_in_pieces_equal_to_the_reader(big_group):
     assert [r for p in pieces for r in p] == want[1003:2000]
     assert pieces[1].origins.locs.tolist() == list(range(1303, 1603))
     assert [r for p in f.chunk_stream(0, (0, 9000), 4096) for r in p] == want
+
+
+@pytest.mark.parametrize(
+    ("rows", "first", "sizes"),
+    [
+        ((0, 9000), 1, [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 2048, 2048, 809]),
+        ((0, 9000), 500, [500, 1000, 2000, 2048, 2048, 1404]),
+        ((1003, 2000), 300, [300, 600, 97]),
+        ((8999, 9000), 2, [1]),
+        ((0, 9000), 5000, [2048, 2048, 2048, 2048, 808]),  # never more than a step
+    ],
+)
+def test_a_stream_that_starts_small_gives_every_record_at_every_boundary(
+    big_group, rows, first, sizes
+):
+    """The first piece `first` records, each next one twice as many up to the step: the
+    records (and their numbers) are the reader's whichever piece a boundary falls in."""
+    path, want = big_group
+    pieces = list(ArrayRecordFile(path).chunk_stream(0, rows, 2048, first=first))
+    assert [len(p) for p in pieces] == sizes
+    assert [r for p in pieces for r in p] == want[rows[0] : rows[1]]
+    locs = np.concatenate([p.origins.locs for p in pieces])
+    assert locs.tolist() == list(range(*rows))
+
+
+def test_streams_reuse_values_no_one_holds(big_group):
+    """A streamed chunk's values come back for the next stream once nothing refers to them
+    (a pass over big groups reuses the pages of the last), never while a piece is held."""
+    path, want = big_group
+    f = ArrayRecordFile(path)
+    held = list(f.chunk_stream(0, (0, 9000), 4096))
+    again = list(f.chunk_stream(0, (0, 9000), 4096))
+    assert not np.shares_memory(held[0].data, again[0].data)
+    assert [r for p in held for r in p] == want  # not overwritten by the second stream
+    kept = far._VALUES._buffers  # the buffers lent out, each taken back once free
+    assert any(np.shares_memory(held[0].data, b) for b in kept)
+    del held, again
+    third = list(f.chunk_stream(0, (0, 9000), 4096))
+    assert any(np.shares_memory(third[0].data, b) for b in kept[-1:])
+    assert len(kept) <= far.SCRATCH_KEPT
+    assert [r for p in third for r in p] == want
+
+
+def test_passes_decode_in_the_cores_the_reading_thread_leaves(tmp_path, monkeypatch):
+    """A pass over compressed chunks decodes with one thread fewer than the cores (the
+    reading thread decompresses); over uncompressed ones with every core."""
+    from tfrecnp.example.decode import Decoder
+
+    asked = []
+    decode = Decoder.decode
+
+    def counting(self, batch, *, threads=None, into=None):
+        asked.append(threads)
+        return decode(self, batch, threads=threads, into=into)
+
+    monkeypatch.setattr(Decoder, "decode", counting)
+    zstd = tn.open(write_ar(tmp_path / "z.array_record", map(example, range(50)), "zstd:3"))
+    plain = tn.open(write_ar(tmp_path / "u.array_record", map(example, range(50)), "uncompressed"))
+    for ds, threads in ((zstd, max(1, CPUS - 1)), (plain, None)):
+        asked.clear()
+        assert np.concatenate([b["id"] for b in ds.batches(8)]).tolist() == list(range(50))
+        assert asked and set(asked) == {threads}
+        asked.clear()
+        assert len(list(ds.batches(8, threads=2))) == 7 and set(asked) == {2}  # as asked
 
 
 def test_a_pass_over_a_big_group_streams_it(big_group):

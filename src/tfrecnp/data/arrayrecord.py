@@ -36,7 +36,7 @@ import numpy as np
 
 from .._util import fs
 from .._util.text import format_count
-from .._util.threads import close_iterator, pipeline
+from .._util.threads import CPUS, close_iterator, pipeline
 from ..errors import CorruptRecordError
 from ..example.decode import Decoder
 from ..example.infer import infer_spec_of
@@ -59,7 +59,8 @@ __all__ = [
 
 CACHE_BYTES = 256 << 20  # decompressed chunks kept for reads by position ...
 CACHE_MIN_RECORDS = 64  # ... of at least these many records (a small one is read anew)
-STREAM_BLOCKS = 1  # a chunk of more blocks than this is decompressed as it is served
+STREAM_BLOCKS = 1  # a chunk of more blocks than this is decompressed as it is served ...
+FIRST_PIECE = 2048  # ... a pass's first piece of these many records (then doubling)
 SAMPLE_RECORDS = 1024  # records sampled to infer a spec and to size records
 SAMPLE_BYTES = 32 << 20
 MAX_SAMPLED_FILES = 32
@@ -89,6 +90,8 @@ class ArrayRecordFiles:
         self.chunk_firsts = self.chunk_firsts.astype(np.int64)
         self.chunk_local = self.chunk_local.astype(np.int64)
         self.nbytes = int(sum(f.size for f in footers))
+        # a pass's reading thread decompresses (it takes a core): blocks decode in the others
+        self.compressed = any("uncompressed" not in f.writer_options.split(",") for f in footers)
         # files whose chunks all hold `group` records (each file's last, up to that): a
         # record's chunk is found by division, without a search (ds[i]'s short path)
         sizes = np.diff(self.chunk_firsts)
@@ -271,7 +274,9 @@ class ArrayRecordFiles:
     ) -> Iterator[RecordBatch]:
         """The records a..b of these runs of chunks, in pieces of up to `block` records: a
         run read together (`span`), or a big chunk (over STREAM_BLOCKS blocks) decompressed
-        piece by piece as it is served (`ArrayRecordFile.chunk_stream`)."""
+        piece by piece as it is served (`ArrayRecordFile.chunk_stream`; the pass's first
+        piece FIRST_PIECE records, so that decoding starts soon after the first read)."""
+        lead = FIRST_PIECE  # the first piece's records (0: a block)
         for c0, c1 in runs:
             first, last = self.chunk_firsts.item(c0), self.chunk_firsts.item(c1)
             rows = (max(a, first) - first, min(b, last) - first)
@@ -279,7 +284,9 @@ class ArrayRecordFiles:
             big = c1 - c0 == 1 and last - first > STREAM_BLOCKS * block
             if big and self.cached(c0) is None:  # (a group kept from reads by position: span)
                 f = self.files[self.chunk_file.item(c0)]
-                stream = f.chunk_stream(self.chunk_local.item(c0), rows, block, self.verify)
+                k = self.chunk_local.item(c0)
+                stream = f.chunk_stream(k, rows, block, self.verify, lead)
+            lead = 0
             if stream is not None:
                 try:
                     yield from stream
@@ -418,6 +425,8 @@ class ArrayRecordSource(Source):
         if shuffle.kind != "none":
             runs = [runs[i] for i in rng.permutation(len(runs))]
         pieces = self.files.pieces(runs, a, b, block)
+        if threads is None and ahead and self.files.compressed:
+            threads = max(1, CPUS - 1)  # a core is the reading thread's, decompressing
 
         def decode(part: RecordBatch) -> Block:
             return Block(self._decode(part, threads), len(part), part.nbytes, part.origins)

@@ -40,6 +40,7 @@ from .._core import framing, riegeli
 from .._util import fs
 from .._util.offsets import offsets_of
 from .._util.optional import require
+from .._util.spares import Spares
 from ..errors import CorruptRecordError, SchemaError
 from .payloads import Origins, RecordBatch
 from .riegeli import (  # (the chunks' format; `riegeli` above is the core's byte work)
@@ -145,13 +146,16 @@ SCRATCH_BYTES = 32 << 20  # largest buffer kept for reuse; at most SCRATCH_KEPT 
 SCRATCH_KEPT = 2  # (a chunk read and its copy without block headers: 64 MiB kept at most)
 _scratch: list[np.ndarray] = []
 _SCRATCH_LOCK = threading.Lock()
+# a streamed chunk's values (up to SCRATCH_BYTES), taken back once its pieces are decoded
+_VALUES = Spares(limit=SCRATCH_KEPT)
 
 
 def _after_fork() -> None:
     """In a forked child: a lock another thread of the parent held stays held here."""
-    global _SCRATCH_LOCK, _OPENING
+    global _SCRATCH_LOCK, _OPENING, _VALUES
     _SCRATCH_LOCK, _OPENING = threading.Lock(), threading.Lock()
     _scratch.clear()
+    _VALUES = Spares(limit=SCRATCH_KEPT)
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
@@ -426,14 +430,17 @@ class ArrayRecordFile:
         return values, offsets
 
     def chunk_stream(
-        self, k: int, rows: tuple[int, int], step: int, check: bool = True
+        self, k: int, rows: tuple[int, int], step: int, check: bool = True, first: int = 0
     ) -> Iterator[RecordBatch] | None:
         """Rows rows[0]..rows[1] of chunk k, a zstd simple chunk, as RecordBatches of `step`
         records, its values decompressed as the pieces are served (a big group's decode
         starts long before its last byte is decompressed); its hashes are checked and its
-        record sizes decoded first. None when the chunk is not that (damaged, another
-        codec, not what the footer says): the caller reads it whole, which names the
-        damage. A block of values that does not decompress is a CorruptRecordError."""
+        record sizes decoded first. `first`, when smaller: the first piece's records, the
+        next ones twice as many each up to `step` (a pass's first decode starts after a
+        fraction of a millisecond of decompression, not a block's milliseconds). None
+        when the chunk is not that (damaged, another codec, not what the footer says):
+        the caller reads it whole, which names the damage. A block of values that does
+        not decompress is a CorruptRecordError."""
         f = self._footer or self.footer
         begin, end = f.offsets.item(k), f.ends.item(k)
         buf, out = take_scratch(end - begin), take_scratch(end - begin)
@@ -461,7 +468,7 @@ class ArrayRecordFile:
         if offsets[-1] != decoded:
             give_scratch(out)
             return None
-        return self._stream(k, out, (v_at, v_len), offsets, rows, max(1, step))
+        return self._stream(k, out, (v_at, v_len), offsets, rows, max(1, step), first)
 
     def _stream(
         self,
@@ -471,28 +478,38 @@ class ArrayRecordFile:
         offsets: np.ndarray,
         rows: tuple[int, int],
         step: int,
+        first: int,
     ) -> Iterator[RecordBatch]:
         """`chunk_stream`'s pieces; `out` (the chunk) goes back to the scratch buffers
         when the stream ends."""
         try:
             yield from self._pieces(
-                k, memoryview(out)[values[0] : sum(values)], offsets, rows, step
+                k, memoryview(out)[values[0] : sum(values)], offsets, rows, step, first
             )
         finally:
             give_scratch(out)
 
     def _pieces(
-        self, k: int, packed: memoryview, offsets: np.ndarray, rows: tuple[int, int], step: int
+        self,
+        k: int,
+        packed: memoryview,
+        offsets: np.ndarray,
+        rows: tuple[int, int],
+        step: int,
+        first: int,
     ) -> Iterator[RecordBatch]:
-        first = self.footer.firsts.item(k)
-        into = np.empty(int(offsets[-1]), np.uint8)
+        base = self.footer.firsts.item(k)
+        size = min(step, first) if first > 0 else step
+        total = int(offsets[-1])
+        into = _VALUES.empty(total) if total <= SCRATCH_BYTES else np.empty(total, np.uint8)
         # a decompressor of its own: the thread's is used by other reads between pieces
         reader = require("zstandard", "arrayrecord").ZstdDecompressor().stream_reader(packed)
         view, got = memoryview(into), 0
         r0, stop = rows
         try:
             while r0 < stop:
-                r1 = min(stop, r0 + step)
+                r1 = min(stop, r0 + size)
+                size = min(step, 2 * size)
                 want = int(offsets[r1])
                 while got < want:
                     n = reader.readinto(view[got:want])
@@ -503,7 +520,7 @@ class ArrayRecordFile:
                 yield RecordBatch(
                     into[a:want],
                     offsets[r0 : r1 + 1] - a,
-                    Origins((str(self.path),), np.arange(first + r0, first + r1, dtype=np.int64)),
+                    Origins((str(self.path),), np.arange(base + r0, base + r1, dtype=np.int64)),
                 )
                 r0 = r1
         except Exception as e:  # ValueError, or the codec's own on bytes it refuses
