@@ -520,3 +520,24 @@ def test_an_open_reads_the_heads_of_its_files_in_one_batch(s3, shards, monkeypat
     names = sorted(p.rsplit("/", 1)[-1] for p in shards)
     assert batches == [names]  # (no .idx among them: sidecars are read whole, if at all)
     assert_same(next(iter(ds.batches(100))), next(iter(local.batches(100))))
+
+
+def test_reads_that_stop_early_give_back_their_read_ahead(s3, tmp_path, small_ranges):
+    """A file read only in part (a spec inferred from its first records, a pass stopped
+    after one batch) cancels the ranges it had sent ahead: the process's read-ahead budget
+    is whole again, for the passes that follow."""
+    rng = np.random.default_rng(5)
+    cols = {"data": rng.standard_normal((200, 32, 32)).astype(np.float32)}
+    (tmp_path / "part").mkdir()
+    out = tn.write(tmp_path / "part" / "p.tfrecord", cols, encoding={"data": "raw"}, progress=False)
+    _upload(s3, out.paths, "part", sidecars=False)
+    used = fs._AHEAD.used
+    ds = tn.open(s3.url("part/"), storage_options=s3.options)  # (inferred: beyond its head)
+    assert fs._AHEAD.used == used
+    it = iter(ds.batches(8))
+    next(it)
+    it.close()
+    assert fs._AHEAD.used == used
+    with fs.open_read(fs.listing(fs.resolve(s3.url("part/"), s3.options))[1][0]) as f:
+        f.read(100 << 10)
+    assert fs._AHEAD.used == used

@@ -296,8 +296,8 @@ def open_read(path: Any, *, random: bool = False, prefetch: Prefetch | None = No
             return fsys.open(inner, "rb", block_size=0, cache_type="none")
         except OSError as e:
             raise _named(e, url, "opening") from None
-    if prefetch is None or url not in prefetch.files:
-        prefetch = Prefetch([url])
+    if prefetch is None or url not in prefetch.files:  # its own, closed with it
+        return RangedFile(Prefetch([url]), 0, owns=True)
     return RangedFile(prefetch, prefetch.files[url])
 
 
@@ -443,8 +443,9 @@ class Prefetch:
 class RangedFile:
     """File k of a Prefetch, read front to back (readinto, read, seek, close)."""
 
-    def __init__(self, prefetch: Prefetch, k: int):
+    def __init__(self, prefetch: Prefetch, k: int, *, owns: bool = False):
         self.prefetch, self.k = prefetch, k
+        self.owns = owns  # close the Prefetch too (its ranges ahead hold the process's budget)
         self.pos = 0
         self.data = memoryview(b"")
         self.data_at = 0  # the file offset of data[0]
@@ -493,6 +494,8 @@ class RangedFile:
         return True
 
     def close(self) -> None:
+        if self.owns and not self.closed:
+            self.prefetch.close()
         self.closed = True
         self.data = memoryview(b"")
 
