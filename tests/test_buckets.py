@@ -7,6 +7,7 @@ here so that a few MB of data cross many of them.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -541,3 +542,23 @@ def test_reads_that_stop_early_give_back_their_read_ahead(s3, tmp_path, small_ra
     with fs.open_read(fs.listing(fs.resolve(s3.url("part/"), s3.options))[1][0]) as f:
         f.read(100 << 10)
     assert fs._AHEAD.used == used
+
+
+def test_a_long_range_is_fetched_in_parts_side_by_side(s3, shards, monkeypatch):
+    """A range longer than RANGE_PART (a window of shuffled pieces of one file, joined) goes
+    out as parts in one batch: one connection carries less than the link."""
+    monkeypatch.setattr(fs, "RANGE_PART", 256 << 10)
+    _upload(s3, shards[:1], "parts", sidecars=False)
+    url = fs.listing(fs.resolve(s3.url("parts/"), s3.options))[1][0]
+    size = fs.size(url)
+    sent = Sent(s3)
+    mark = sent.mark()
+    whole, part = fs.read_ranges(url, [100, 5], [size, 50])
+    with open(shards[0], "rb") as f:
+        local = f.read()
+    assert whole == local[100:] and part == local[5:50]
+    gets = sorted((r[2], r[3]) for r in sent.since(mark))
+    m = -(-(size - 100) // (256 << 10))
+    assert len(gets) == m + 1 and gets[0] == (5, 50)
+    assert gets[1][0] == 100 and gets[-1][1] == size  # the parts tile the range
+    assert all(b == c for (_, b), (c, _) in itertools.pairwise(gets[1:]))

@@ -43,7 +43,9 @@ START_BYTES = 1 << 20  # ... after a start of this many bytes, one request in fl
 AHEAD_BYTES = 64 << 20  # ... and all passes of a process together, at most this many bytes
 HEAD_BYTES = 64 << 10  # a remote file's first bytes read at once (compression, first records)
 HEADS_KEPT = 64  # ... and kept for this many files
-RANGES_IN_FLIGHT = 16  # reads by position: ranged GETs in flight at once, at most
+RANGES_IN_FLIGHT = 16  # reads by position: ranged GETs in flight at once, at most ...
+RANGE_PART = 8 << 20  # ... a range larger than this sent in parts side by side (a window
+# of shuffled pieces of one file joins into one range; one connection carries less than a link)
 GET_THREADS = 16  # threads that wait on ranged GETs (the requests' own work is async)
 WRITE_PART = 8 << 20  # a remote write sends parts of this size (S3 multipart: >= 5 MiB)
 
@@ -520,13 +522,28 @@ def read_many(urls: list[Any], starts: list[int], stops: list[int]) -> list[byte
         return []
     first = urls[0] if isinstance(urls[0], URL) else resolve(urls[0])
     fsys = first.fs
-    inner = [fsys._strip_protocol(str(u)) for u in urls]
-    got = fsys.cat_ranges(inner, starts, stops, on_error="return", batch_size=RANGES_IN_FLIGHT)
-    for k, data in enumerate(got):
+    whose, part_starts, part_stops = [], [], []  # a range over RANGE_PART: parts side by side
+    for k, (a, b) in enumerate(zip(starts, stops, strict=True)):
+        m = max(1, -(-(b - a) // RANGE_PART))
+        cuts = [a + (b - a) * j // m for j in range(m + 1)]
+        whose += [k] * m
+        part_starts += cuts[:-1]
+        part_stops += cuts[1:]
+    inner = [fsys._strip_protocol(str(urls[k])) for k in whose]
+    got = fsys.cat_ranges(
+        inner, part_starts, part_stops, on_error="return", batch_size=RANGES_IN_FLIGHT
+    )
+    for j, data in enumerate(got):
         if isinstance(data, BaseException):
+            k = whose[j]
             raise _named(data, urls[k], f"reading bytes {starts[k]}..{stops[k]}") from None
     _meter(first).add("get", len(got), sum(map(len, got)))
-    return list(got)
+    if len(got) == len(urls):
+        return list(got)
+    out: list[list[bytes]] = [[] for _ in urls]
+    for k, data in zip(whose, got, strict=True):
+        out[k].append(data)
+    return [parts[0] if len(parts) == 1 else b"".join(parts) for parts in out]
 
 
 _HEADS: OrderedDict = OrderedDict()  # (url, size, etag) -> its first bytes, HEADS_KEPT at most
