@@ -550,6 +550,18 @@ _HEADS: OrderedDict = OrderedDict()  # (url, size, etag) -> its first bytes, HEA
 _HEADS_LOCK = threading.Lock()
 
 
+def _after_fork() -> None:
+    """In a forked child (a DataLoader worker): a lock another thread of the parent held,
+    or a group read it was waiting on, would stay so here."""
+    global _HEADS_LOCK
+    _HEADS_LOCK = threading.Lock()
+    _COMING.clear()
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
+    os.register_at_fork(after_in_child=_after_fork)
+
+
 def read_head(path: Any, n: int, *, keep: bool = True) -> bytes:
     """The first n bytes of a file (fewer if it is shorter). keep: of a remote file,
     its first HEAD_BYTES are read (one GET) and kept, for the last HEADS_KEPT files:

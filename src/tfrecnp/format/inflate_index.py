@@ -658,6 +658,8 @@ class _PieceFile(io.RawIOBase):
 
 
 _PIECES = SpanCache(PIECES_KEPT)  # the compressed pieces of remote shards, by (shard, range)
+if hasattr(os, "register_at_fork"):  # a forked child's own (its lock may be held at the fork)
+    os.register_at_fork(after_in_child=lambda: _PIECES.__init__(PIECES_KEPT))
 
 
 class Inflated:
