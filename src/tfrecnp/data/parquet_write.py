@@ -208,19 +208,20 @@ class Encoded:
 
 def encode(table: Any, schema: Any, options: dict[str, Any]) -> Encoded:
     """A table as one Parquet row group, encoded in memory (pyarrow releases the GIL but
-    for the writes of its pages)."""
+    for the writes of its pages). The encoder's working memory comes from the C library's
+    allocator: pyarrow's own (mimalloc) keeps what a thread freed for that thread, so each
+    encoding thread held its encoder's peak while it gathered its next group, and giving
+    it back after each group made the next one fault its pages afresh (a sixth of the
+    CPU of a conversion of token lists: benchmarks/CONSTANTS.md)."""
     import pyarrow.parquet as pq
 
     sink = _Pieces()
-    writer = pq.ParquetWriter(sink, schema, **options)
+    pool = pyarrow().system_memory_pool()
+    writer = pq.ParquetWriter(sink, schema, memory_pool=pool, **options)
     try:
         writer.write_table(table, row_group_size=max(table.num_rows, 1))
     finally:
         writer.close()
-        # pyarrow's allocator (mimalloc) keeps what a thread freed for that thread: each
-        # encoding thread would hold its encoder's peak while it gathers its next group
-        # (the next one faults its pages afresh: benchmarks/CONSTANTS.md).
-        pyarrow().default_memory_pool().release_unused()
     return Encoded(sink.pieces, table.num_rows, table.nbytes)
 
 
