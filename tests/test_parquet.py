@@ -620,6 +620,24 @@ def test_each_column_gets_the_cheapest_encoding_near_the_smallest(tmp_path):
     assert pd.read_parquet(out)["id"].tolist() == list(range(n))
 
 
+@pytest.mark.parametrize(("codec", "stored"), [("snappy", "SNAPPY"), (None, "UNCOMPRESSED")])
+def test_a_codec_given_compresses_every_column(shards, tmp_path, codec, stored):
+    out = tn.convert(
+        str(shards),
+        str(tmp_path / "out.parquet"),
+        spec=SPEC,
+        parquet_compression=codec,
+        row_group_bytes=4 << 10,
+        progress=False,
+    )
+    meta = pq.ParquetFile(out).metadata
+    assert meta.num_row_groups > 3
+    for g in range(meta.num_row_groups):
+        for i in range(meta.num_columns):
+            assert meta.row_group(g).column(i).compression == stored
+    assert pq.read_table(out).column("tokens").to_pylist() == expected()["tokens"]
+
+
 def test_threads_must_be_positive(shards, tmp_path):
     with pytest.raises(ValueError, match=r"^threads must be 1 or more, not 0"):
         tn.convert(str(shards), str(tmp_path / "out.parquet"), spec=SPEC, threads=0)

@@ -475,7 +475,7 @@ def save_parquet(
     text: Iterable[str] | bool = (),
     row_group_bytes: int = ROW_GROUP_BYTES,
     file_bytes: int | None = None,
-    compression: str = AUTO,
+    compression: str | None = AUTO,
     threads: int | None = None,
     progress: bool = True,
     overwrite: bool = False,

@@ -119,11 +119,12 @@ def choose_encoding(values: Any, codec: str = AUTO) -> tuple[str, str]:
     return next(pair for pair, size in tried.items() if size <= SIZE_SLACK * smallest)
 
 
-def column_options(table: Any, compression: str = AUTO) -> dict[str, Any]:
+def column_options(table: Any, compression: str | None = AUTO) -> dict[str, Any]:
     """ParquetWriter options for the columns of `table` (the first row group): each leaf
     column's encoding and codec (`choose_encoding`); compression other than "auto": that
     codec for every column."""
     pa = pyarrow()
+    compression = "none" if compression is None else compression  # (pyarrow's None)
     paths = leaf_paths(table.schema)
     if len(paths) != table.num_columns:  # (a column of several leaves: pyarrow's default)
         codec = "zstd" if compression == AUTO else compression
