@@ -6,7 +6,11 @@ the requests and the bytes that cross it, independently of tfrecnp).
 
 Data (made once into bench-data/, by TensorFlow's own writer, `.idx` sidecars from
 `tfrecnp index`): 8 shards of small numeric records (full: 2.13 M records, 279 MB; quick:
-320 k, 42 MB) and one shard of 16 KiB raw records (full: 2 048 records, 34 MB; quick: 1 024).
+320 k, 42 MB), one shard of 16 KiB raw records (full: 2 048 records, 34 MB; quick: 1 024),
+and the numeric shards GZIP-compressed (`gzip`, with the `.zran.idx` checkpoint sidecars
+`tfrecnp index` writes: reads by position fetch the compressed pieces between checkpoints,
+about 4 MiB each, so a record costs its piece; no Ray row). Indexes and checkpoints are
+cached in a temporary folder of the run's own (TFRECNP_CACHE), not the user's.
 
 For each link (by default 20 ms / 200 MB/s, then 0 ms / 200 MB/s), in one run:
 
@@ -229,6 +233,28 @@ def _tf_shards(name: str, case: str, shards: int, rows: int) -> list[str]:
     return paths
 
 
+def _gzip_shards(paths: list[str], name: str) -> list[str]:
+    """The shards GZIP-compressed (a gzip stream of the same frames, as TensorFlow's GZIP
+    writer makes), with `.zran.idx` checkpoint and `.idx` sidecars from `tfrecnp index`;
+    made once."""
+    import gzip
+    import shutil
+
+    from tfrecnp.cli import main as cli
+
+    folder = DATA_DIR / name
+    out = [str(folder / (Path(p).name + ".gz")) for p in paths]
+    if all(Path(p + ".zran.idx").exists() for p in out):
+        return out
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for src, dst in zip(paths, out, strict=True):
+        with open(src, "rb") as f, gzip.open(dst, "wb", compresslevel=6) as g:
+            shutil.copyfileobj(f, g, 1 << 20)
+    cli(["index", str(folder)])
+    return out
+
+
 # --- the cases --------------------------------------------------------------------------------
 
 
@@ -275,10 +301,21 @@ def _stats_of(ds) -> dict | None:
     return stats() if callable(stats) else None
 
 
+def _forget_pieces() -> None:
+    """Drop the GZIP pieces earlier cases fetched (kept by the process, 64 MiB: the quick
+    dataset would be read from memory)."""
+    from tfrecnp.format import inflate_index
+
+    pieces = getattr(inflate_index, "_PIECES", None)  # (absent before GZIP from buckets)
+    if pieces is not None:
+        pieces.clear()
+
+
 def _pass(url: str, options: dict, n: int, **kw):
     import tfrecnp as tn
 
     def run():
+        _forget_pieces()
         ds = tn.open(url, storage_options=options)  # (not timed: see "open + first batch")
         before = _stats_of(ds)
         t0 = time.perf_counter()
@@ -331,6 +368,7 @@ def _sample(url: str, options: dict, n: int, per_call: int | None):
     k = max(1, n // 100)
 
     def run():
+        _forget_pieces()
         ids = np.random.default_rng(int(time.time())).choice(n, k, replace=False)
         before = _stats_of(ds)
         if per_call is None:
@@ -410,9 +448,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, default=20.0)
     parser.add_argument("--mbps", type=float, default=200.0, help="the link's cap, MB/s")
     parser.add_argument("--no-ray", action="store_true")
-    parser.add_argument("--only", choices=("numeric", "raw"), default=None)
+    parser.add_argument("--only", choices=("numeric", "raw", "gzip"), default=None)
     args = parser.parse_args(argv)
     mode = "quick" if args.quick else "full"
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["TFRECNP_CACHE"] = tempfile.mkdtemp(prefix="tfrecnp-bench-s3-cache-")
+    atexit.register(shutil.rmtree, os.environ["TFRECNP_CACHE"], True)
     runs = args.runs or (2 if args.quick else 3)
 
     moto, moto_port = _moto()
@@ -440,10 +484,14 @@ def main(argv: list[str] | None = None) -> int:
             data["numeric"] = (numeric, shards * rows)
         if args.only in (None, "raw"):
             data["raw"] = (_tf_shards(f"s3-raw-{RAW[mode]}", "raw", 1, RAW[mode]), RAW[mode])
+        if args.only in (None, "gzip"):
+            plain = _tf_shards(f"s3-numeric-{rows}", "numeric", shards, rows)
+            data["gzip"] = (_gzip_shards(plain, f"s3-numeric-{rows}-gzip"), shards * rows)
         for kind, (paths, _) in data.items():
             for p in paths:
-                for f in (p, p + ".idx"):
-                    fs.put_file(f, f"{BUCKET}/{kind}/{Path(f).name}")
+                for f in (p, p + ".idx", p + ".zran.idx"):
+                    if Path(f).exists():
+                        fs.put_file(f, f"{BUCKET}/{kind}/{Path(f).name}")
         ray_ready = False
         if not args.no_ray:
             import ray
@@ -490,7 +538,7 @@ def main(argv: list[str] | None = None) -> int:
                         _row(label, got, 0, None)
                         + f"  {got['bytes'] / nbytes:.3f}x the dataset's bytes"
                     )
-                if ray_ready:
+                if ray_ready and kind != "gzip":
                     ray_paths = [f"s3://{k}" for k in keys[:1]] if args.quick else keys
                     ray_n = n // len(keys) if args.quick else n
                     ray_bytes = sizes[0] if args.quick else nbytes

@@ -523,6 +523,37 @@ def test_gzip_shards_without_sidecars_are_indexed_once_and_say_so(s3, gzip_shard
     assert sum(stop - start for _, _, start, stop, _ in sent.since(mark)) < 0.2 * total
 
 
+def test_tfrecnp_index_writes_a_gzip_shards_sidecars_into_its_bucket(
+    s3, gzip_shards, tmp_path, monkeypatch
+):
+    """Asked (`tfrecnp index s3://...`), the sidecars are written beside the shard: another
+    machine (another cache here) then fetches them instead of reading the shard whole."""
+    from tfrecnp.cli import main as cli
+
+    _upload_gzip(s3, gzip_shards[:1], "asked", sidecars=False)
+    import fsspec
+
+    monkeypatch.setitem(fsspec.config.conf, "s3", s3.options)  # the CLI's, as FSSPEC_S3 gives
+    assert cli(["index", s3.url("asked/")]) == 0
+    s3.fs.invalidate_cache()
+    name = gzip_shards[0].rsplit("/", 1)[-1]
+    assert sorted(fs.basename(p) for p in s3.fs.ls(s3.url("asked/"))) == sorted(
+        [name, name + ".idx", name + ".zran.idx"]
+    )
+    monkeypatch.setenv("TFRECNP_CACHE", str(tmp_path / "elsewhere"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = tn.open(s3.url("asked/"), storage_options=s3.options)
+        sent = Sent(s3)
+        mark = sent.mark()
+        assert len(ds) == N // 4
+        assert sorted(r[1] for r in sent.since(mark)) == [
+            f"asked/{name}.idx",
+            f"asked/{name}.zran.idx",
+        ]
+        assert_same(ds[[7, 4000]], tn.open(gzip_shards[0])[[7, 4000]])
+
+
 def test_an_open_reads_the_heads_of_its_files_in_one_batch(s3, shards, monkeypatch):
     """What the first file is (ArrayRecord or TFRecord), then every file's compression: the
     first head asked for brings the others listed with it, in one batch of ranged GETs
