@@ -98,6 +98,7 @@ def _encoded_size(values: Any, encoding: str, codec: str) -> int:
         use_dictionary=dictionary,
         column_encoding=None if dictionary else {"v": encoding},
         write_statistics=False,
+        memory_pool=pa.system_memory_pool(),  # (freed, not kept: see `encode`)
     )
     meta = pq.read_metadata(pa.BufferReader(sink.getvalue()))
     return meta.row_group(0).column(0).total_compressed_size
