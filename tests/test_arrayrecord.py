@@ -682,6 +682,32 @@ def test_a_pass_over_a_big_group_streams_it(big_group):
     it.close()  # a loop left early stops its threads
 
 
+def test_a_damaged_big_group_serves_none_of_its_records(big_group, tmp_path):
+    """A byte flipped late in a streamed chunk (past the first pieces): its data hash is
+    checked before the first piece is served, so the pass names the chunk and its records
+    and gives none of them, or with on_error='skip' leaves them all out."""
+    path = str(tmp_path / "g.array_record")
+    with open(big_group[0], "rb") as src, open(path, "wb") as dst:
+        dst.write(src.read())
+    f = ArrayRecordFile(path)
+    _flip(path, int(f.footer.ends[0]) - 1000)
+    spec = {"id": tn.FixedLen((), "int64")}
+    ds = tn.open(path, spec)
+    ds.close()
+    served = []
+    with pytest.raises(
+        tn.CorruptRecordError,
+        match=r"data hash mismatch \(chunk 0 at byte 64, holding records 0\.\.8999\)",
+    ):
+        for b in ds.batches(100):
+            served.append(b)
+    assert served == []
+    ds = tn.open(path, spec, on_error="skip")
+    ds.close()
+    assert list(ds.batches(100)) == []
+    assert [e.record for e in ds.corruptions] == [0]
+
+
 def test_a_big_group_that_does_not_decompress_is_named(big_group, tmp_path):
     """Data hashes not checked (verify_crc=False): a values block the codec refuses is a
     CorruptRecordError naming the chunk, or with on_error='skip' its records left out."""
