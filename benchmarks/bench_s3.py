@@ -317,6 +317,8 @@ def _pass(url: str, options: dict, n: int, **kw):
     def run():
         _forget_pieces()
         ds = tn.open(url, storage_options=options)  # (not timed: see "open + first batch")
+        if kw.get("shuffle") is True:
+            len(ds)  # the index first (its sidecars fetched, as for the samples): the epoch's own
         before = _stats_of(ds)
         t0 = time.perf_counter()
         rows = 0

@@ -403,6 +403,30 @@ def test_shuffle_true_of_big_records_moves_the_dataset_once(s3, tmp_path, small_
     assert 0.98 * total <= moved <= 1.01 * total  # (the heads read at open aside)
 
 
+def test_a_first_pass_over_big_records_sizes_its_reads_from_a_small_sidecar(
+    s3, tmp_path, small_ranges
+):
+    """A fresh machine (nothing cached): the records' mean size from the shard's `.idx`
+    (a few KB beside 16 KiB records), not from a probe of its first records, which moved
+    a read-ahead's worth more than the pass itself (3.1 MB over a 16.8 MB shard in
+    bench_s3); the pass moves the shard once."""
+    rng = np.random.default_rng(4)
+    cols = {"data": rng.standard_normal((300, 64, 64)).astype(np.float32)}
+    (tmp_path / "fresh").mkdir()
+    path = tmp_path / "fresh" / "f.tfrecord"
+    out = tn.write(path, cols, encoding={"data": "raw"}, index=True, progress=False)
+    total = _upload(s3, out.paths, "fresh")
+    ds = tn.open(s3.url("fresh/"), storage_options=s3.options, spec=out.spec)
+    sent = Sent(s3)
+    mark = sent.mark()
+    got = np.concatenate([b["data"] for b in ds.batches(64)])
+    np.testing.assert_array_equal(got, cols["data"])
+    reads = sent.since(mark)
+    moved = sum(stop - start for _, key, start, stop, _ in reads if not key.endswith(".idx"))
+    assert moved <= 1.01 * total
+    assert [key for _, key, *_ in reads if key.endswith(".idx")] == ["fresh/f.tfrecord.idx"]
+
+
 def test_an_open_keeps_the_heads_of_a_few_files_only(s3, shards, small_ranges, monkeypatch):
     """Opening many shards reads each one's first bytes (its compression), but keeps a
     head's worth (16 KiB here) only for the first HEADS_KEPT (2 here): an open of ten

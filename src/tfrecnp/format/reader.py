@@ -783,6 +783,18 @@ def count_records(
         return sum(pool.map(lambda p: len(scan_file(p, compression=compression)), files))
 
 
+def _remote_index(path: fs.URL) -> RecordIndex | None:
+    """A remote file's index from the local cache, or from its `.idx` when its listing
+    says it is no larger than a head (checked against the file, then cached); else None."""
+    known = cached_index(path)
+    sidecar = index_path(path)
+    if known is None and fs.size_known(sidecar) and fs.size(sidecar) <= fs.HEAD_BYTES:
+        known = read_index(sidecar, path)
+        if known is not None:
+            remember_index(known)
+    return known
+
+
 def mean_frame_bytes(
     paths: Paths,
     *,
@@ -794,8 +806,12 @@ def mean_frame_bytes(
     None when there are none: what a reader sizes its batches by before an index says
     more. Records are read one at a time, so a file of large ones reads no more than
     needed; damage is skipped, for the reading that follows to report under its own
-    on_error. A remote file whose index is cached locally is not read at all."""
-    if isinstance(paths, fs.URL) and (known := cached_index(paths)) is not None:
+    on_error. A remote file whose index is cached locally is not read at all; nor one whose
+    listing holds a small `.idx` (a head's worth: large records), which is read instead (and
+    cached): the first records would cost more, and a read ahead of them more still."""
+    plain = isinstance(paths, fs.URL) and file_compression(paths, compression) is None
+    known = _remote_index(paths) if plain else None
+    if known is not None:
         lengths = known.lengths[:records]
         return float(lengths.mean()) + OVERHEAD_BYTES if len(lengths) else None
     probe = RecordReader(
