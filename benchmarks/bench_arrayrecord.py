@@ -21,28 +21,41 @@ into bench-data/ and read from the page cache.
 
     python benchmarks/run.py arrayrecord [--runs N] [--quick]
 
-Last run (--quick --runs 7: 40 000 records; the 2-core machine shared with other work at
-load 5-6, so wall-clock rates move by up to 2x from run to run), records/s, tfrecnp /
-array-record, x wall, x cpu:
+Last runs (the 2-core machine shared with 3-4 other workers at load 4-5, so wall-clock
+rates move by up to 2x from run to run), records/s, tfrecnp / array-record, x wall, x cpu.
+Full size (--runs 7: 400 000 records; the group-65536 file is 7 chunks):
 
-    group 1      random ds[i]        38.9 k / 6.7 k       5.82  7.14
-                 ds[list of 1024]   361.5 k / 211.8 k     1.71  1.71
-                 batches(1024)      575.9 k / 359.4 k     1.60  2.32
-                 convert             86.1 k / 5.8 k      14.7   (tf.data + ArrayRecordWriter)
-    group 65536  random ds[i]        92.2 k / 58       1589    (array-record decompresses
+    group 1      random ds[i]        77.2 k / 997         77.4  67.9
+                 ds[list of 1024]   320.8 k / 208.2 k     1.54  2.00
+                 batches(1024)       1.26 M / 468.2 k     2.69  3.48
+                 convert            103.6 k / 6.9 k      15.1    (tf.data + ArrayRecordWriter)
+    group 65536  random ds[i]        67.3 k / 44       1545    (array-record decompresses
                                                                 the group for every record)
-                 ds[list of 1024]   535.0 k / 51.2 k     10.5  10.1
-                 batches(1024)      990.5 k / 1.23 M      0.81  0.83
-                 convert            199.2 k / 7.8 k      25.7
+                 ds[list of 1024]   554.3 k / 9.0 k      61.7  75.0
+                 batches(1024)       2.50 M / 1.73 M      1.45  1.40
+                 convert            616.2 k / 13.2 k     46.6
 
-Four earlier runs of the same hour: group 1 ds[i] 4.8-12.8x (cpu 6.9-7.4), ds[list]
-1.00-1.44x (cpu 1.42-2.05; before chunks a few bytes apart were read together), batches
-1.59-2.09x; group 65536 batches 0.67-0.90x (cpu 0.68-0.90). The group-65536 pass is one
-zstd chunk of 7.6 MB decompressed (6.2 ms of CPU, as array-record spends) and 40 000
-records decoded: its CPU is at parity with read_all's bytes-only pass, and any lead comes
-from decompressing the chunk in one thread while another decodes the pieces already out
-(ArrayRecordFile.chunk_stream), which a machine busy with other work does not give; the
-pass and read_all alone, round-robin (9-15 rounds, the same load), measured 0.9-1.5x.
+--quick --runs 15 (40 000 records; the group-65536 file is ONE chunk of 7.6 MB), two runs:
+
+    group 1      random ds[i]        44.6-92.2 k / 6.9-12.5 k       6.45-7.39  7.07-7.40
+                 ds[list of 1024]   375.0-503.2 k / 240.9-252.4 k   1.49-2.09  2.16-2.67
+                 batches(1024)      0.66-1.12 M / 282.1-668.5 k     1.68-2.34  2.76-2.77
+                 convert             42.6-83.3 k / 3.9 k           11.0-21.4
+    group 65536  random ds[i]       119.7-160.2 k / 78-95         1538-1694
+                 ds[list of 1024]    0.78-1.28 M / 68.4-105.4 k   11.4-12.2  10.4-10.5
+                 batches(1024)       2.21-2.23 M / 2.34-2.67 M     0.84-0.94  0.86-0.96
+                 convert            285.4-391.7 k / 7.6-7.8 k     37.3-50.3
+
+The group-65536 pass of the quick file is the one row under 1x, and only in this script's
+order: one zstd chunk decompressed (about 6.3 ms of CPU, what read_all spends) and 40 000
+records decoded, in two threads (the chunk streamed in pieces of 2048, 4096, ... records,
+ArrayRecordFile.chunk_stream, so decoding starts ~0.5 ms after the read). Its first ~9
+passes in a process that also runs read_all each take 1 500-3 000 page faults (decoded
+columns, mostly, in the decode thread) where later ones take 2, and the median of 15
+rounds falls among them: the same pass and read_all interleaved again in the same process
+right after measured 1.18-1.43x (five runs, load 3-5), and 1.19-1.53x in a process of its
+own (load 3-12). The full file (7 chunks: one decompressed while another decodes, and read_all's
+threads against ours) holds the floor.
 """
 
 from __future__ import annotations
