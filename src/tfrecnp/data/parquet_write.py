@@ -211,10 +211,10 @@ class Encoded:
 def encode(table: Any, schema: Any, options: dict[str, Any]) -> Encoded:
     """A table as one Parquet row group, encoded in memory (pyarrow releases the GIL but
     for the writes of its pages). The encoder's working memory comes from the C library's
-    allocator: pyarrow's own (mimalloc) keeps what a thread freed for that thread, so each
-    encoding thread held its encoder's peak while it gathered its next group, and giving
-    it back after each group made the next one fault its pages afresh (a sixth of the
-    CPU of a conversion of token lists: benchmarks/CONSTANTS.md)."""
+    allocator and is given back after each group (malloc_trim): kept, each encoding thread
+    holds its peak while it gathers its next group (pyarrow's mimalloc keeps what a thread
+    freed for that thread; the C library's arenas, what is freed at their top), and a
+    conversion's peak RSS reached 297-304 MiB (benchmarks/CONSTANTS.md)."""
     import pyarrow.parquet as pq
 
     sink = _Pieces()
@@ -224,6 +224,7 @@ def encode(table: Any, schema: Any, options: dict[str, Any]) -> Encoded:
         writer.write_table(table, row_group_size=max(table.num_rows, 1))
     finally:
         writer.close()
+        pool.release_unused()
     return Encoded(sink.pieces, table.num_rows, table.nbytes)
 
 
