@@ -2,9 +2,9 @@
 ``gs://``, ``memory://``, any fsspec protocol) through fsspec, imported only when a URL is
 given, so local work never loads it.
 
-A URL resolved with `resolve(url, storage_options)` becomes a `URL`: a str that carries
-its fsspec filesystem, so the options given once at `tn.open` / `tn.write` reach every
-file listed under it, every sidecar beside it and every worker it is pickled to. Every
+A URL resolved with `resolve(url, storage_options)` becomes a `URL` (_util/urls.py): a str
+that carries its fsspec filesystem, so the options given once at `tn.open` / `tn.write`
+reach every file listed under it, every sidecar beside it and every worker it is pickled to. Every
 other module asks this one to open, size, list, rename and delete, and never branches on
 the kind of path itself. ``file://`` URLs become local paths.
 
@@ -29,10 +29,25 @@ import glob as _glob
 import os
 import threading
 from collections import OrderedDict, deque
-from dataclasses import dataclass
 from typing import Any
 
-from .optional import require
+from .urls import (  # (URL, Listed, Meter, is_url, resolve ...: used as fs.X everywhere)
+    URL,
+    Listed,
+    Meter,
+    child_url,
+    etag_in,
+    is_url,
+    meter_for,
+    meter_of,
+    named_error,
+    one_meter,
+    resolve,
+    size_known,
+    split_url,
+)
+
+__all__ = ["URL", "Listed", "Meter", "is_url", "meter_of", "one_meter", "resolve", "size_known"]
 
 READ_AHEAD = 8 << 20  # a streamed remote read asks for this many bytes per request ...
 # ... with this many requests in flight ahead of the reader, across files: 32 MiB in flight
@@ -50,161 +65,6 @@ GET_THREADS = 16  # threads that wait on ranged GETs (the requests' own work is 
 WRITE_PART = 8 << 20  # a remote write sends parts of this size (S3 multipart: >= 5 MiB)
 
 
-class Meter:
-    """Requests sent to a store and bytes received, by kind (get, list, head), counted
-    where tfrecnp sends them; shared by the URLs listed under one given URL. A copy
-    pickled to a worker counts that worker's requests afresh."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.counts = {"get": 0, "list": 0, "head": 0}
-        self.bytes = 0
-
-    def __reduce__(self):
-        return (Meter, ())
-
-    def add(self, kind: str, requests: int = 1, nbytes: int = 0) -> None:
-        with self._lock:
-            self.counts[kind] += requests
-            self.bytes += nbytes
-
-    def snapshot(self) -> dict[str, int]:
-        """{"requests", "bytes", "get", "list", "head"}: the totals so far."""
-        with self._lock:
-            return {"requests": sum(self.counts.values()), "bytes": self.bytes, **self.counts}
-
-
-@dataclass(frozen=True)
-class Listed:
-    """What a listing said of a file: its size, its ETag (or None), and the names of the
-    listing it came from with their sizes (None when it was not listed with others);
-    exists=False for a sidecar's name the listing did not hold."""
-
-    size: int
-    etag: str | None = None
-    beside: dict | None = None
-    exists: bool = True
-
-
-class URL(str):
-    """A URL that carries its fsspec filesystem (and so its storage_options), the Meter
-    that counts its requests, and what its listing said of it (`Listed`, or None)."""
-
-    meter: Meter
-    listed: Listed | None
-
-    def __new__(
-        cls, url: str, fs: Any, meter: Meter | None = None, listed: Listed | None = None
-    ) -> URL:
-        self = super().__new__(cls, url)
-        self._fs, self._pid = fs, os.getpid()
-        self.meter = meter if meter is not None else Meter()
-        self.listed = listed
-        return self
-
-    @property
-    def fs(self) -> Any:
-        """The filesystem; in a forked child (a DataLoader worker), one of its own, with the
-        same options (an asynchronous one, as s3fs, cannot cross a fork)."""
-        if self._pid != os.getpid():
-            from fsspec.spec import make_instance
-
-            fs = self._fs
-            self._fs = make_instance(type(fs), fs.storage_args, fs.storage_options)
-            self._pid = os.getpid()
-        return self._fs
-
-    def __reduce__(self):
-        return (URL, (str(self), self.fs, self.meter, self.listed))
-
-
-def size_known(path: Any) -> bool:
-    """Whether path is a URL whose listing gave its size (it exists, as a file)."""
-    listed = getattr(path, "listed", None)
-    return listed is not None and listed.exists
-
-
-def one_meter(paths: list[Any]) -> list[Any]:
-    """paths with every URL counted by the first URL's Meter."""
-    meter = meter_of(paths)
-    if meter is None:
-        return paths
-    return [URL(p, p.fs, meter, p.listed) if isinstance(p, URL) else p for p in paths]
-
-
-def meter_of(paths: list[Any]) -> Meter | None:
-    """The Meter of the first URL among paths (None for local files)."""
-    return next((p.meter for p in paths if isinstance(p, URL)), None)
-
-
-def is_url(path: Any) -> bool:
-    """Whether `path` names something an fsspec filesystem holds (not a local file)."""
-    if isinstance(path, URL):
-        return True
-    if not isinstance(path, str):
-        return False
-    head, sep, _ = path.partition("://")
-    return bool(sep) and head.replace("+", "").replace("-", "").isalnum() and head != "file"
-
-
-def resolve(path: Any, storage_options: dict | None = None) -> Any:
-    """A path as the rest of tfrecnp takes it: a local path unchanged (``file://``
-    stripped), a URL as a `URL` bound to its filesystem; anything else unchanged."""
-    if not isinstance(path, (str, os.PathLike)):
-        return path
-    path = os.fspath(path)
-    if isinstance(path, URL) and not storage_options:
-        return path
-    if isinstance(path, str) and path.startswith("file://"):
-        return path[len("file://") :]
-    if not is_url(path):
-        return path
-    fsspec = require("fsspec", "cloud")
-    fs, _ = fsspec.core.url_to_fs(str(path), **(storage_options or {}))
-    return URL(str(path), fs)
-
-
-def _split(path: Any) -> tuple[Any, str]:
-    """(filesystem, path within it) of a URL."""
-    url = path if isinstance(path, URL) else resolve(path)
-    return url.fs, url.fs._strip_protocol(str(url))
-
-
-def _url(fs: Any, inner: str, parent: Any = None, listed: Listed | None = None) -> URL:
-    meter = parent.meter if isinstance(parent, URL) else None
-    return URL(fs.unstrip_protocol(inner), fs, meter, listed)
-
-
-def _meter(path: Any) -> Meter:
-    return path.meter if isinstance(path, URL) else _SPARE_METER
-
-
-_SPARE_METER = Meter()  # counts requests for URLs given as plain strings (no one reads it)
-
-
-def _named(error: BaseException, url: Any, what: str) -> BaseException:
-    """A store's error as the same type, naming the URL and what was asked (a missing
-    object stays FileNotFoundError, a 403 PermissionError, a dropped connection OSError)."""
-    if str(url) in str(error):
-        return error
-    message = f"{url}: {what} failed: {error}"
-    if isinstance(error, OSError):
-        for kind in (FileNotFoundError, PermissionError, ConnectionError, TimeoutError):
-            if isinstance(error, kind):
-                return kind(message)
-        return OSError(message)
-    with contextlib.suppress(Exception):
-        return type(error)(message)
-    return OSError(message)
-
-
-def _etag(info: dict) -> str | None:
-    for key in ("ETag", "etag", "md5Hash", "mtime", "LastModified"):
-        if info.get(key) is not None:
-            return str(info[key])
-    return None
-
-
 def listing(path: Any) -> tuple[str, list[URL]]:
     """One listing of a URL: ("glob", the files matching it), ("dir", the files in it)
     or ("file", [it]), each file with its size and ETag and the names listed beside it
@@ -212,7 +72,7 @@ def listing(path: Any) -> tuple[str, list[URL]]:
     folder named without a trailing slash, a HEAD first), a file one HEAD. Raises
     FileNotFoundError naming the URL when nothing is there."""
     url = path if isinstance(path, URL) else resolve(path)
-    fsys, inner = _split(url)
+    fsys, inner = split_url(url)
     meter = url.meter
     try:
         if has_magic(url):
@@ -229,14 +89,14 @@ def listing(path: Any) -> tuple[str, list[URL]]:
                     info = None
                 if info is not None and info.get("type") != "directory":
                     size = int(info.get("size") or 0)
-                    return "file", [_url(fsys, inner, url, Listed(size, _etag(info)))]
+                    return "file", [child_url(fsys, inner, url, Listed(size, etag_in(info)))]
                 if info is None:
                     raise FileNotFoundError(f"no such file: {url}")
             meter.add("list")
             infos = fsys.ls(inner, detail=True)
             kind = "dir"
     except OSError as e:
-        raise _named(e, url, "listing") from None
+        raise named_error(e, url, "listing") from None
     files = [
         i
         for i in infos
@@ -247,8 +107,8 @@ def listing(path: Any) -> tuple[str, list[URL]]:
     for i in sorted(files, key=lambda i: i["name"]):
         if basename(i["name"]).startswith("."):
             continue
-        listed = Listed(int(i.get("size") or 0), _etag(i), beside)
-        out.append(_url(fsys, i["name"], url, listed))
+        listed = Listed(int(i.get("size") or 0), etag_in(i), beside)
+        out.append(child_url(fsys, i["name"], url, listed))
     if kind == "dir" and not out and not infos:
         meter.add("head")
         if not fsys.exists(inner):
@@ -292,12 +152,12 @@ def open_read(path: Any, *, random: bool = False, prefetch: Prefetch | None = No
         return builtins.open(path, "rb", buffering=0)
     url = path if isinstance(path, URL) else resolve(path)
     if random:
-        fsys, inner = _split(url)
-        _meter(url).add("head")
+        fsys, inner = split_url(url)
+        meter_for(url).add("head")
         try:
             return fsys.open(inner, "rb", block_size=0, cache_type="none")
         except OSError as e:
-            raise _named(e, url, "opening") from None
+            raise named_error(e, url, "opening") from None
     if prefetch is None or url not in prefetch.files:  # its own, closed with it
         return RangedFile(Prefetch([url]), 0, owns=True)
     return RangedFile(prefetch, prefetch.files[url])
@@ -317,11 +177,11 @@ def _pool() -> Any:
 
 def _get(url: URL, start: int, stop: int) -> bytes:
     """Bytes start..stop of a remote file: one ranged GET, counted."""
-    fsys, inner = _split(url)
+    fsys, inner = split_url(url)
     try:
         data = fsys.cat_file(inner, start=start, end=stop)
     except Exception as e:
-        raise _named(e, url, f"reading bytes {start}..{stop}") from None
+        raise named_error(e, url, f"reading bytes {start}..{stop}") from None
     url.meter.add("get", 1, len(data))
     return data
 
@@ -536,8 +396,8 @@ def read_many(urls: list[Any], starts: list[int], stops: list[int]) -> list[byte
     for j, data in enumerate(got):
         if isinstance(data, BaseException):
             k = whose[j]
-            raise _named(data, urls[k], f"reading bytes {starts[k]}..{stops[k]}") from None
-    _meter(first).add("get", len(got), sum(map(len, got)))
+            raise named_error(data, urls[k], f"reading bytes {starts[k]}..{stops[k]}") from None
+    meter_for(first).add("get", len(got), sum(map(len, got)))
     if len(got) == len(urls):
         return list(got)
     out: list[list[bytes]] = [[] for _ in urls]
@@ -638,12 +498,12 @@ def read_bytes(path: Any) -> bytes:
         with builtins.open(path, "rb") as f:
             return f.read()
     url = path if isinstance(path, URL) else resolve(path)
-    fsys, inner = _split(url)
+    fsys, inner = split_url(url)
     try:
         data = fsys.cat_file(inner)
     except Exception as e:
-        raise _named(e, url, "reading") from None
-    _meter(url).add("get", 1, len(data))
+        raise named_error(e, url, "reading") from None
+    meter_for(url).add("get", 1, len(data))
     return data
 
 
@@ -651,8 +511,8 @@ def _ask(path: Any, local: Any, method: str) -> Any:
     """`local(path)` for a local path, else the filesystem's own `method` for a URL."""
     if not is_url(path):
         return local(path)
-    fs, inner = _split(path)
-    _meter(path).add("head")
+    fs, inner = split_url(path)
+    meter_for(path).add("head")
     return getattr(fs, method)(inner)
 
 
@@ -719,8 +579,8 @@ def listdir(path: Any) -> list[str]:
     if not is_url(path):
         names = sorted(n for n in os.listdir(path) if not n.startswith("."))
         return [os.path.join(path, n) for n in names]
-    fs, inner = _split(path)
-    _meter(path).add("list")
+    fs, inner = split_url(path)
+    meter_for(path).add("list")
     infos = sorted(fs.ls(inner, detail=True), key=lambda i: i["name"])
     files = [i for i in infos if i.get("type", "file") != "directory"]
     beside = {basename(i["name"]): int(i.get("size") or 0) for i in files}
@@ -730,8 +590,8 @@ def listdir(path: Any) -> list[str]:
         if basename(name).startswith(".") or name == inner.rstrip("/"):
             continue
         directory = i.get("type", "file") == "directory"
-        listed = None if directory else Listed(int(i.get("size") or 0), _etag(i), beside)
-        out.append(_url(fs, name, path, listed))
+        listed = None if directory else Listed(int(i.get("size") or 0), etag_in(i), beside)
+        out.append(child_url(fs, name, path, listed))
     _remember_group([u for u in out if u.listed is not None])
     return out
 
@@ -743,10 +603,10 @@ def has_magic(path: Any) -> bool:
 def glob(pattern: Any) -> list[str]:
     if not is_url(pattern):
         return sorted(_glob.glob(pattern))
-    fs, inner = _split(pattern)
-    _meter(pattern).add("list")
+    fs, inner = split_url(pattern)
+    meter_for(pattern).add("list")
     found = sorted(fs.glob(inner))
-    return [_url(fs, p, pattern) for p in found if not basename(p).startswith(".")]
+    return [child_url(fs, p, pattern) for p in found if not basename(p).startswith(".")]
 
 
 def basename(path: Any) -> str:
@@ -797,7 +657,7 @@ def open_write(path: Any) -> Any:
     only once closed (until then it is a hidden temporary name, see `replace`)."""
     if not is_url(path):
         return builtins.open(path, "wb")
-    fs, inner = _split(path)
+    fs, inner = split_url(path)
     return fs.open(inner, "wb", block_size=WRITE_PART)
 
 
@@ -819,8 +679,8 @@ def replace(src: Any, dst: Any) -> None:
     if not is_url(dst):
         os.replace(src, dst)
         return
-    fs, a = _split(src)
-    _, b = _split(dst)
+    fs, a = split_url(src)
+    _, b = split_url(dst)
     fs.mv(a, b)
 
 
@@ -830,14 +690,14 @@ def remove(path: Any) -> None:
         if os.path.lexists(path):
             os.unlink(path)
         return
-    fs, inner = _split(path)
+    fs, inner = split_url(path)
     if fs.exists(inner):
         fs.rm(inner)
 
 
 def remove_tree(path: Any) -> None:
     """Delete a remote folder and everything under it, if it exists."""
-    fs, inner = _split(path)
+    fs, inner = split_url(path)
     if fs.exists(inner):
         fs.rm(inner, recursive=True)
 
@@ -851,8 +711,8 @@ def publish_upload(local: str, path: Any, *, last: str | None = None) -> None:
 
     folder, name = split(path)
     tmp = join(folder, f".{name}.tmp-{uuid.uuid4().hex[:8]}")
-    fsys, inner = _split(path)
-    _, tmp_inner = _split(tmp)
+    fsys, inner = split_url(path)
+    _, tmp_inner = split_url(tmp)
     try:
         if os.path.isdir(local):
             files = sorted(
@@ -884,7 +744,7 @@ def fetch_copy(path: Any) -> str:
     stage = tempfile.mkdtemp(prefix="tfrecnp-load-")
     atexit.register(shutil.rmtree, stage, True)
     local = os.path.join(stage, basename(path) or "data")
-    fsys, inner = _split(path)
+    fsys, inner = split_url(path)
     if fsys.isdir(inner):
         for found in fsys.find(inner):
             rel = found[len(inner.rstrip("/")) + 1 :]
