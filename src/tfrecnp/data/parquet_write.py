@@ -27,7 +27,7 @@ from typing import Any
 
 from ..interop.arrow import pyarrow
 
-__all__ = ["Encoded", "Stitched", "column_options", "encode"]
+__all__ = ["AUTO", "Encoded", "Stitched", "choose_encoding", "column_options", "encode"]
 
 MAGIC = b"PAR1"
 # A column's encodings are tried on (up to) this many leaf values of the first row group ...
