@@ -43,8 +43,9 @@ def _open_files(folder) -> list[str]:
 
 
 def _ours() -> set[threading.Thread]:
-    """tfrecnp's threads that belong to one reader (the decoding pools are process-wide)."""
-    shared = ("tfrecnp-chunks", "tfrecnp-pipeline", "tfrecnp-image")
+    """tfrecnp's threads at work for one reader (the decoding pools are process-wide, and
+    stage threads wait idle between passes)."""
+    shared = ("tfrecnp-chunks", "tfrecnp-pipeline", "tfrecnp-image", "tfrecnp-idle")
     return {
         t for t in threading.enumerate()
         if t.name.startswith("tfrecnp") and not t.name.startswith(shared)

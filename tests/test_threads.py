@@ -167,3 +167,58 @@ def test_a_forked_child_gets_pools_that_run(kind):
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert threads.executor(kind).submit(int, "8").result(timeout=5) == 8  # the parent's too
+
+
+def _idents(n: int, workers: int) -> set[int]:
+    """The threads that ran a pass of ordered_map over n items."""
+    seen: set[int] = set()
+
+    def note(x: int) -> int:
+        seen.add(threading.get_ident())
+        time.sleep(0.001)
+        return x
+
+    assert list(ordered_map(iter(range(n)), note, workers)) == list(range(n))
+    return seen
+
+
+def test_stage_threads_are_kept_between_passes_and_bounded():
+    """A pass's threads wait idle for the next pass (a new thread's heap is faulted in
+    afresh), named so, and no more than IDLE_STAGES of them are kept."""
+    first = _idents(20, 2)
+    assert len(first) == 2
+    assert _idents(20, 2) <= first  # the same threads again
+    names = {t.name for t in threading.enumerate() if t.ident in first}
+    assert names == {threads.IDLE_NAME}
+    many = [ordered_map(iter(range(4)), int, 4) for _ in range(threads.IDLE_STAGES)]
+    for results in many:  # all running at once: more stage threads than may stay idle
+        assert next(results) == 0
+    for results in many:
+        assert list(results) == [1, 2, 3]
+    deadline = time.monotonic() + 5
+    while len(threads._idle) > threads.IDLE_STAGES and time.monotonic() < deadline:
+        time.sleep(0.01)
+    idle = [t for t in threading.enumerate() if t.name == threads.IDLE_NAME]
+    assert len(threads._idle) <= threads.IDLE_STAGES
+    assert len(idle) <= threads.IDLE_STAGES + 1  # (one may be on its way out)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_starts_stage_threads_of_its_own():
+    """The parent's idle stage threads do not exist in a child: a stage handed to one
+    would never run. The child forgets them at fork and starts its own."""
+    _idents(8, 2)  # idle threads in the parent
+    assert threads._idle
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            done = list(threads.run_ahead(iter(range(5)), 2))
+            code = 0 if done == list(range(5)) and len(_idents(8, 2)) == 2 else 2
+        except BaseException:
+            code = 3
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -1,6 +1,11 @@
 """Threads: the shared pools and the core count; the pieces of one piece of work run at once
 (run_parallel); and work run ahead in a background thread, a bounded number of items deep,
-whose exceptions surface in the consumer, and which stops when the consumer is closed."""
+whose exceptions surface in the consumer, and which stops when the consumer is closed.
+
+The threads of a pass's stages (`run_ahead`, `ordered_map`) are kept between passes
+(`start_stage`), idle under the name "tfrecnp-idle": a thread made anew for each pass gets
+a heap of its own from the C library, whose pages it faults in afresh, pass after pass
+(benchmarks/CONSTANTS.md, IDLE_STAGES)."""
 
 from __future__ import annotations
 
@@ -27,6 +32,11 @@ _pools_lock = threading.Lock()
 
 _DONE, _ITEM, _ERROR = 0, 1, 2
 
+IDLE_NAME = "tfrecnp-idle"
+IDLE_STAGES = 2 * CPUS + 2  # stage threads kept between passes, at most
+_idle: list[queue.SimpleQueue] = []  # each idle stage thread's inbox
+_idle_lock = threading.Lock()
+
 
 def executor(kind: str = "chunks") -> ThreadPoolExecutor:
     """The shared pool of a kind in POOL_THREADS, made on first use."""
@@ -39,10 +49,57 @@ def executor(kind: str = "chunks") -> ThreadPoolExecutor:
 
 def _forget_pools() -> None:
     """In a forked child: the parent's pool threads do not exist here, and a pool that
-    believes it has them would never run a task, so each kind starts afresh."""
-    global _pools_lock
+    believes it has them would never run a task, so each kind starts afresh (and so do
+    the idle stage threads)."""
+    global _pools_lock, _idle_lock
     _pools_lock = threading.Lock()
     _pools.clear()
+    _idle_lock = threading.Lock()
+    _idle.clear()
+
+
+class Stage:
+    """One stage's run on a kept thread (`start_stage`): `join` waits for it to end."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+
+    def join(self, timeout: float | None = None) -> None:
+        self._done.wait(timeout)
+
+    def is_alive(self) -> bool:
+        return not self._done.is_set()
+
+
+def start_stage(target: Callable[[], None], name: str) -> Stage:
+    """Run target on an idle stage thread, or a new one, named `name` while it runs."""
+    stage = Stage()
+    with _idle_lock:
+        inbox = _idle.pop() if _idle else None
+    if inbox is None:
+        inbox = queue.SimpleQueue()
+        threading.Thread(target=_serve, args=(inbox,), name=name, daemon=True).start()
+    inbox.put((target, name, stage))
+    return stage
+
+
+def _serve(inbox: queue.SimpleQueue) -> None:
+    """A stage thread: runs the stages put in its inbox, one after another, idle between
+    them; it ends when IDLE_STAGES others are idle already (or a stage raises)."""
+    me = threading.current_thread()
+    while True:
+        target, name, stage = inbox.get()
+        me.name = name
+        try:
+            target()
+        finally:
+            me.name = IDLE_NAME
+            stage._done.set()
+            del target, stage
+        with _idle_lock:
+            if len(_idle) >= IDLE_STAGES:
+                return
+            _idle.append(inbox)
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows, which does not fork)
@@ -131,8 +188,7 @@ def run_ahead(items: Iterator, depth: int, fn: Callable | None = None) -> Iterat
             close_iterator(items)
 
     def consume() -> Iterator:
-        thread = threading.Thread(target=run, name="tfrecnp-prefetch", daemon=True)
-        thread.start()
+        thread = start_stage(run, "tfrecnp-prefetch")
         try:
             while True:
                 kind, value = q.get()
@@ -210,13 +266,10 @@ def ordered_map(items: Iterator, fn: Callable, workers: int, depth: int = 0) -> 
 
     def consume() -> Iterator:
         nonlocal consumed, stop
-        threads = [
-            threading.Thread(target=work, name="tfrecnp-decode", daemon=True)
-            for _ in range(workers)
-        ]
+        threads: list[Stage] = []
         try:
-            for thread in threads:
-                thread.start()
+            for _ in range(workers):
+                threads.append(start_stage(work, "tfrecnp-decode"))
             k = 0
             while True:
                 with cond:

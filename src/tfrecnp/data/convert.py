@@ -103,9 +103,9 @@ def convert(src: Paths, dst: str | os.PathLike, **options: Any) -> Any:
         group_size of the output, records_per_shard, on_error, verify_crc). Arrays and
         Parquet convert to ArrayRecord too, with format / group_size as in `tn.write`.
         -> Parquet: those of `tn.open` and `select`, and text, row_group_bytes,
-        file_bytes, parquet_compression (default "zstd"), threads (row groups encoded
-        at once; default the cores, at most 2), progress, overwrite; the output may be
-        a URL too (storage_options serve both ends).
+        file_bytes, parquet_compression (default "auto": chosen per column), threads
+        (row groups encoded at once; default the cores, at most 2), progress, overwrite;
+        the output may be a URL too (storage_options serve both ends).
 
     Returns
     -------
