@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import os
 import random
+import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -154,19 +156,26 @@ def test_a_forked_child_gets_pools_that_run(kind):
     """A child sees the parent's pool objects but none of their threads: a task given to
     one would never run. The pools are forgotten at fork, so the child's run."""
     assert threads.executor(kind).submit(int, "7").result(timeout=5) == 7  # threads exist
+    assert _in_forked_child(lambda: threads.executor(kind).submit(int, "7").result(5) == 7) == 0
+    assert threads.executor(kind).submit(int, "8").result(timeout=5) == 8  # the parent's too
+
+
+def _in_forked_child(check: Callable[[], bool]) -> int:
+    """The exit status of a forked child that runs check: 0 when it holds, 2 when not, 3
+    when it raised, -SIGALRM when it hung (the child reports by exit status only)."""
     pid = os.fork()
-    if pid == 0:  # the child: report by exit status only
+    if pid == 0:
+        signal.alarm(20)  # a task handed to a thread the child does not have never ends
         code = 1
         try:
-            code = 0 if threads.executor(kind).submit(int, "7").result(timeout=5) == 7 else 2
+            code = 0 if check() else 2
         except BaseException:
             code = 3
         finally:
             sys.stdout.flush()
             os._exit(code)
     _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    assert threads.executor(kind).submit(int, "8").result(timeout=5) == 8  # the parent's too
+    return os.waitstatus_to_exitcode(status)
 
 
 def _idents(n: int, workers: int) -> set[int]:
@@ -209,16 +218,9 @@ def test_a_forked_child_starts_stage_threads_of_its_own():
     would never run. The child forgets them at fork and starts its own."""
     _idents(8, 2)  # idle threads in the parent
     assert threads._idle
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            done = list(threads.run_ahead(iter(range(5)), 2))
-            code = 0 if done == list(range(5)) and len(_idents(8, 2)) == 2 else 2
-        except BaseException:
-            code = 3
-        finally:
-            sys.stdout.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+    def runs() -> bool:
+        done = list(threads.run_ahead(iter(range(5)), 2))
+        return done == list(range(5)) and len(_idents(8, 2)) == 2
+
+    assert _in_forked_child(runs) == 0
