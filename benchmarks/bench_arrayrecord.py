@@ -21,41 +21,38 @@ into bench-data/ and read from the page cache.
 
     python benchmarks/run.py arrayrecord [--runs N] [--quick]
 
-Last runs (the 2-core machine shared with 3-4 other workers at load 4-5, so wall-clock
-rates move by up to 2x from run to run), records/s, tfrecnp / array-record, x wall, x cpu.
-Full size (--runs 7: 400 000 records; the group-65536 file is 7 chunks):
+Last runs, 2026-11-29, a quiet 2-core machine (load ~1 at the start), records/s,
+tfrecnp / array-record, x wall, x cpu. Full size (--runs 3: 400 000 records; the
+group-65536 file is 7 chunks), one run:
 
-    group 1      random ds[i]        77.2 k / 997         77.4  67.9
-                 ds[list of 1024]   320.8 k / 208.2 k     1.54  2.00
-                 batches(1024)       1.26 M / 468.2 k     2.69  3.48
-                 convert            103.6 k / 6.9 k      15.1    (tf.data + ArrayRecordWriter)
-    group 65536  random ds[i]        67.3 k / 44       1545    (array-record decompresses
+    group 1      random ds[i]        88.2 k / 1.0 k       86.8  87.6
+                 ds[list of 1024]   337.6 k / 257.1 k     1.31  2.11
+                 batches(1024)       1.63 M / 590.1 k     2.77  3.65
+                 convert            111.9 k / 9.8 k      11.5    (tf.data + ArrayRecordWriter)
+    group 65536  random ds[i]       137.4 k / 68       2028    (array-record decompresses
                                                                 the group for every record)
-                 ds[list of 1024]   554.3 k / 9.0 k      61.7  75.0
-                 batches(1024)       2.50 M / 1.73 M      1.45  1.40
-                 convert            616.2 k / 13.2 k     46.6
+                 ds[list of 1024]   846.1 k / 21.4 k     39.5  66.8
+                 batches(1024)       4.68 M / 2.71 M      1.72  1.47
+                 convert            730.8 k / 14.8 k     49.3
 
---quick --runs 15 (40 000 records; the group-65536 file is ONE chunk of 7.6 MB), two runs:
+--quick --runs 9 (40 000 records; the group-65536 file is ONE chunk of 7.6 MB), two runs:
 
-    group 1      random ds[i]        44.6-92.2 k / 6.9-12.5 k       6.45-7.39  7.07-7.40
-                 ds[list of 1024]   375.0-503.2 k / 240.9-252.4 k   1.49-2.09  2.16-2.67
-                 batches(1024)      0.66-1.12 M / 282.1-668.5 k     1.68-2.34  2.76-2.77
-                 convert             42.6-83.3 k / 3.9 k           11.0-21.4
-    group 65536  random ds[i]       119.7-160.2 k / 78-95         1538-1694
-                 ds[list of 1024]    0.78-1.28 M / 68.4-105.4 k   11.4-12.2  10.4-10.5
-                 batches(1024)       2.21-2.23 M / 2.34-2.67 M     0.84-0.94  0.86-0.96
-                 convert            285.4-391.7 k / 7.6-7.8 k     37.3-50.3
+    group 1      random ds[i]        57.0-84.0 k / 7.3-11.8 k      7.12-7.78  7.40-7.78
+                 ds[list of 1024]   308.0-466.4 k / 257.4-359.9 k  0.86-1.81  1.47-2.18
+                 batches(1024)      578.1-852.5 k / 380.7-457.3 k  1.52-1.86  2.90-3.18
+                 convert             72.3-81.4 k / 3.9-7.9 k      10.3-18.6
+    group 65536  random ds[i]       137.4-157.6 k / 100-112       1369-1409
+                 ds[list of 1024]    1.09-1.38 M / 103.7-113.8 k  10.5-12.1  9.67-9.76
+                 batches(1024)       1.47-2.02 M / 1.45-1.97 M     1.01-1.03  0.87-0.98
+                 convert            261.3-398.3 k / 7.7-11.7 k    33.8-33.9
 
-The group-65536 pass of the quick file is the one row under 1x, and only in this script's
-order: one zstd chunk decompressed (about 6.3 ms of CPU, what read_all spends) and 40 000
-records decoded, in two threads (the chunk streamed in pieces of 2048, 4096, ... records,
-ArrayRecordFile.chunk_stream, so decoding starts ~0.5 ms after the read). Its first ~9
-passes in a process that also runs read_all each take 1 500-3 000 page faults (decoded
-columns, mostly, in the decode thread) where later ones take 2, and the median of 15
-rounds falls among them: the same pass and read_all interleaved again in the same process
-right after measured 1.18-1.43x (five runs, load 3-5), and 1.19-1.53x in a process of its
-own (load 3-12). The full file (7 chunks: one decompressed while another decodes, and read_all's
-threads against ours) holds the floor.
+The group-65536 pass of the quick file is one zstd chunk decompressed (about 6.3 ms of
+CPU, what read_all spends) and 40 000 records decoded, in two threads (the chunk streamed in
+pieces of 2048, 4096, ... records, ArrayRecordFile.chunk_stream, so decoding starts ~0.5 ms
+after the read): at parity in CPU, ahead only where the second core is free. It was 0.90x
+(cpu 0.64x) in this script's order while each pass made its threads anew (their heaps
+faulted in afresh: benchmarks/CONSTANTS.md, IDLE_STAGES). The quick ds[list] row at group 1
+moves 0.86-1.81x from run to run at cpu 1.47-2.18x.
 """
 
 from __future__ import annotations
