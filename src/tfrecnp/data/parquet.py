@@ -48,7 +48,7 @@ from ..format.payloads import Origins
 from ..interop.arrow import from_arrow, pyarrow, spec_of_arrow
 from .blocks import Block, shuffle_blocks
 from .dataset import Batch, Dataset, column_nbytes
-from .parquet_write import AUTO, Stitched, column_options, encode
+from .parquet_write import AUTO, Stitched, column_options, encode, fixed_codec
 from .source import Shuffle, Source
 
 __all__ = ["ArrowFileSource", "is_arrow_source", "open_arrow_files", "save_parquet"]
@@ -531,8 +531,7 @@ def save_parquet(
             groups = _row_groups(reader, row_group_bytes)
             first = next(groups, None)
             if first is None:  # no records: a file of the schema
-                codec = "zstd" if compression == AUTO else compression
-                part = next_part({"compression": codec}, stitched=False)
+                part = next_part({"compression": fixed_codec(compression)}, stitched=False)
                 part.write(pyarrow().Table.from_batches([], reader.schema))
             else:
                 options = column_options(first, compression)

@@ -27,7 +27,15 @@ from typing import Any
 
 from ..interop.arrow import pyarrow
 
-__all__ = ["AUTO", "Encoded", "Stitched", "choose_encoding", "column_options", "encode"]
+__all__ = [
+    "AUTO",
+    "Encoded",
+    "Stitched",
+    "choose_encoding",
+    "column_options",
+    "encode",
+    "fixed_codec",
+]
 
 MAGIC = b"PAR1"
 # A column's encodings are tried on (up to) this many leaf values of the first row group ...
@@ -48,6 +56,12 @@ LADDER = (
     ("dictionary", "zstd"),
 )
 AUTO = "auto"  # save_parquet's compression: chosen per column, of none and zstd
+
+
+def fixed_codec(compression: str | None) -> str | None:
+    """The one codec for columns whose values cannot be tried: zstd under "auto", else
+    the codec given."""
+    return "zstd" if compression == AUTO else compression
 
 
 # --- choosing encodings -----------------------------------------------------------------------
@@ -128,15 +142,14 @@ def column_options(table: Any, compression: str | None = AUTO) -> dict[str, Any]
     compression = "none" if compression is None else compression  # (pyarrow's None)
     paths = leaf_paths(table.schema)
     if len(paths) != table.num_columns:  # (a column of several leaves: pyarrow's default)
-        codec = "zstd" if compression == AUTO else compression
-        return {"use_dictionary": True, "compression": codec}
+        return {"use_dictionary": True, "compression": fixed_codec(compression)}
     if isinstance(table, pa.RecordBatch):
         table = pa.Table.from_batches([table])
     dictionary, encodings, codecs = [], {}, {}
     for path, column in zip(paths, table.columns, strict=True):
         values = _leaf_values(column)
         if values is None:  # no values to try: pyarrow's defaults
-            encoding, codec = "dictionary", "zstd" if compression == AUTO else compression
+            encoding, codec = "dictionary", fixed_codec(compression)
         else:
             encoding, codec = choose_encoding(values, compression)
         if encoding == "dictionary":
