@@ -553,6 +553,20 @@ def cache_file(path: Any, kind: str, suffix: str) -> str | None:
     return os.path.join(cache_folder(), kind, key + suffix)
 
 
+def keep_cached(file: str, data: bytes) -> None:
+    """Write a local cache file (`cache_file`) whole, then rename it into place; a cache
+    that cannot be written is left out (what it held is fetched again next time)."""
+    tmp = f"{file}.tmp-{os.getpid()}-{threading.get_ident()}"
+    try:
+        os.makedirs(os.path.dirname(file), exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+        os.replace(tmp, file)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+
+
 def exists(path: Any) -> bool:
     """Whether a file exists; a URL beside others of one listing (a sidecar) is looked up
     in that listing (no request)."""

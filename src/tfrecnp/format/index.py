@@ -151,14 +151,9 @@ def remember_index(index: RecordIndex) -> None:
     file = fs.cache_file(index.path, "index", ".npy")
     if file is None:
         return
-    try:
-        os.makedirs(os.path.dirname(file), exist_ok=True)
-        tmp = f"{file}.tmp-{os.getpid()}"
-        with open(tmp, "wb") as f:
-            np.save(f, np.stack([index.offsets, index.lengths]).astype(np.int64))
-        os.replace(tmp, file)
-    except OSError:
-        pass
+    data = io.BytesIO()
+    np.save(data, np.stack([index.offsets, index.lengths]).astype(np.int64))
+    fs.keep_cached(file, data.getvalue())
 
 
 def _inflated_agrees(path: str, offsets: np.ndarray, frames: np.ndarray, end: int) -> bool:

@@ -388,7 +388,7 @@ def _sidecar_bytes(path: Any) -> bytes | None:
     except FileNotFoundError:
         return None
     if cached is not None:
-        _keep(cached, data)
+        fs.keep_cached(cached, data)
     return data
 
 
@@ -397,17 +397,6 @@ def checkpoints_known(path: Any) -> bool:
     sidecar (no request either way, for a listed shard)."""
     cached = fs.cache_file(path, "checkpoints", CHECKPOINT_SUFFIX)
     return (cached is not None and os.path.exists(cached)) or fs.exists(checkpoint_path(path))
-
-
-def _keep(file: str, data: bytes) -> None:
-    """Write a local cache file (write-then-rename; a cache that cannot be written is
-    left out: the sidecar is fetched again next time)."""
-    with contextlib.suppress(OSError):
-        os.makedirs(os.path.dirname(file), exist_ok=True)
-        tmp = f"{file}.tmp-{os.getpid()}-{threading.get_ident()}"
-        with open(tmp, "wb") as f:
-            f.write(data)
-        os.replace(tmp, file)
 
 
 def read_checkpoints(path: str, compression: str) -> Checkpoints | None:
