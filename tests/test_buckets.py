@@ -16,6 +16,7 @@ from bucket_data import assert_same, columns
 
 import tfrecnp as tn
 from tfrecnp._util import fs
+from tfrecnp.data import blocks as blocks_module
 from tfrecnp.data import files as files_module
 from tfrecnp.format.index import index_path
 
@@ -30,10 +31,11 @@ def _own_cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def small_ranges(monkeypatch):
-    """Ranged GETs of 64 KiB (a pass over 2 MB crosses dozens), 16 KiB heads, 256 KiB
-    shuffle pieces, reads by position joined across gaps of 64 KiB at most."""
+    """Ranged GETs of 64 KiB at most (a pass over 2 MB crosses dozens; its first of 16 KiB),
+    16 KiB heads, 256 KiB shuffle pieces, reads by position joined across gaps of 64 KiB."""
     monkeypatch.setattr(fs, "READ_AHEAD", 64 << 10)
     monkeypatch.setattr(fs, "START_BYTES", 16 << 10)
+    monkeypatch.setattr(fs, "START_WINDOW", 64 << 10)
     monkeypatch.setattr(fs, "HEAD_BYTES", 16 << 10)
     monkeypatch.setattr(files_module, "PIECE_BYTES", 256 << 10)
     monkeypatch.setattr(files_module, "REMOTE_GAP", 64 << 10)  # < a piece, as by default
@@ -116,6 +118,14 @@ def test_a_pass_lists_once_sends_no_head_and_moves_the_files_once(s3, shards, sm
     assert not [r for r in pass_ if r[4] or r[0] == "HEAD"]  # no LIST, no HEAD
     gets = [r for r in pass_ if r[0] == "GET" and r[2] >= 0]
     assert len(gets) == len(pass_) > 4 * 3  # many ranges: 64 KiB each here
+    # the pass's first range is small (its first records after one round trip), sent with
+    # the rest of the start window; later ones fill the window (fewer requests)
+    # (after the 16 KiB head; the two sent side by side, so in either order)
+    key = gets[0][1]
+    assert sorted(r[1:4] for r in gets[:2]) == [
+        (key, 16 << 10, 32 << 10),
+        (key, 32 << 10, 80 << 10),
+    ]
     # each byte of the files read once by the pass (the probe of the first records aside)
     moved = sum(stop - start for _, _, start, stop, _ in gets)
     assert total <= moved <= 1.1 * total
@@ -127,6 +137,32 @@ def test_a_pass_lists_once_sends_no_head_and_moves_the_files_once(s3, shards, sm
     assert after["requests"] - before["requests"] == len(pass_)
     assert after["bytes"] - before["bytes"] == moved
     assert after["list"] == 1 and after["head"] == 0
+
+
+@pytest.mark.parametrize("first_block", [16 << 10, None])
+def test_a_pass_gives_its_first_batch_after_its_first_ranges(
+    s3, shards, small_ranges, monkeypatch, first_block
+):
+    """A pass reads its first block in growing pieces (blocks.FIRST_BLOCK_BYTES): its first
+    batch waits for the first ranges of the first file, not for a whole block's (4 MiB by
+    default: here the whole dataset, which a first block of its full size does fetch)."""
+    if first_block is not None:
+        monkeypatch.setattr(blocks_module, "FIRST_BLOCK_BYTES", first_block)
+    else:
+        monkeypatch.setattr(blocks_module, "FIRST_BLOCK_BYTES", 1 << 40)
+    total = _upload(s3, shards, "first")
+    ds = tn.open(s3.url("first/"), storage_options=s3.options)
+    sent = Sent(s3)
+    mark = sent.mark()
+    batches = ds.batches(64)
+    got = next(batches)
+    moved = sum(r[3] - r[2] for r in sent.since(mark) if r[0] == "GET" and r[2] >= 0)
+    batches.close()
+    assert_same(next(tn.open(shards).batches(64)), got)
+    if first_block is None:  # (the test's check: a whole first block moves the dataset)
+        assert moved >= total - 4 * (16 << 10)  # (each file's head read at open)
+    else:
+        assert moved <= total / 5
 
 
 def test_a_warm_filesystem_reopens_with_one_listing_at_most(s3, shards):

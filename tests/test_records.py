@@ -252,6 +252,29 @@ def test_batches_span_files_of_different_compressions(corpus, tmp_path):
     assert seen == len(payloads)
 
 
+def _ramp(n: int, first: int, total: int) -> list[int]:
+    """The batch sizes RecordReader.batches(n, first=first) gives over total records: the
+    first n records in batches of first, first, then as many as came before; then n each."""
+    sizes, done = [], 0
+    while done < total:
+        size = n if done >= n else (min(first, n) if done == 0 else min(done, n - done))
+        sizes.append(min(size, total - done))
+        done += sizes[-1]
+    return sizes
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_a_first_batch_comes_in_growing_pieces(corpus, compression):
+    path, payloads = corpus("many", compression)
+    for n, first in ((1000, 3), (4096, 1), (7, 2), (5, 9)):
+        sizes = _ramp(n, first, len(payloads))
+        got = list(tn.RecordReader(path).batches(n, first=first))
+        assert [len(b) for b in got] == sizes
+        assert [p for b in got for p in b] == payloads
+        framed = tn.RecordReader(path).frame_batches(n, first=first)
+        _check_frame_batches(framed, payloads, sizes)
+
+
 def _check_frame_batches(reader, payloads, sizes):
     """Every batch is held at once (so a buffer reused under a held batch would show), each
     payload lies in its frame: its length in the 8 bytes 12 before it, its CRC after it."""

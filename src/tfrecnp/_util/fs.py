@@ -54,7 +54,8 @@ READ_AHEAD = 8 << 20  # a streamed remote read asks for this many bytes per requ
 # fills a link whose bandwidth x latency is up to that (1.6 GB/s at 20 ms); the memory a
 # pass holds for it is bounded by the same 32 MiB
 IN_FLIGHT = 4
-START_BYTES = 1 << 20  # ... after a start of this many bytes, one request in flight
+START_BYTES = 1 << 20  # ... a pass's first request this many bytes, sent with one more ...
+START_WINDOW = 4 << 20  # ... for the rest of this window (see Prefetch)
 AHEAD_BYTES = 64 << 20  # ... and all passes of a process together, at most this many bytes
 HEAD_BYTES = 64 << 10  # a remote file's first bytes read at once (compression, first records)
 HEADS_KEPT = 64  # ... and kept for this many files
@@ -211,13 +212,15 @@ _AHEAD = _Budget(AHEAD_BYTES)
 class Prefetch:
     """The ranged GETs of a pass over remote files read one after another, the next
     file's first ones sent while the last of this one's arrive (sizes from the listing).
-    The bytes in flight ahead of the reader grow with the bytes it has taken, from
-    START_BYTES, at twice the bytes taken, up to IN_FLIGHT ranges of READ_AHEAD: a reader
-    that wants a few records of a file (a spec inferred, a probe) moves a few times what
-    it read, and a pass has its first MiB after one round trip and several large ranges
-    in flight after a few, filling the link. All passes of a process together keep at
-    most AHEAD_BYTES ahead of their readers (several files read in turn, as shuffle=N
-    does, share it); the range a reader waits for is always sent."""
+    A pass starts with one range of START_BYTES (its first records after one round trip)
+    and the rest of START_WINDOW in a second; then the bytes in flight ahead of the reader
+    grow to twice the bytes it has taken, in ranges as large as the window leaves room for
+    (fewer requests: each costs a store some work), up to IN_FLIGHT ranges of READ_AHEAD.
+    So a reader that wants a few records of a file (a spec inferred, a probe) moves at most
+    START_WINDOW or a few times what it read, and a pass fills the link after a few round
+    trips. All passes of a process together keep at most AHEAD_BYTES ahead of their
+    readers (several files read in turn, as shuffle=N does, share it); the range a reader
+    waits for is always sent."""
 
     def __init__(self, urls: list[Any]):
         self.urls = [u if isinstance(u, URL) else resolve(u) for u in urls]
@@ -225,6 +228,7 @@ class Prefetch:
         self._sizes: dict[int, int] = {}
         self._lock = threading.Lock()
         self._taken = 0  # bytes taken by the reader since the pass (re)started
+        self._started = False  # whether a range was sent since then
         self._next = (0, 0)  # the next range to send: (file, start)
         self._sent: deque = deque()  # ((file, start, stop), future), in order
 
@@ -236,10 +240,11 @@ class Prefetch:
 
     def _top_up(self) -> None:
         """Send ranges (in file order) until as many are in flight as the ramp allows."""
-        window = min(IN_FLIGHT * READ_AHEAD, max(START_BYTES, 2 * self._taken))
-        chunk = min(READ_AHEAD, max(START_BYTES, self._taken // 2))
+        window = min(IN_FLIGHT * READ_AHEAD, max(START_WINDOW, 2 * self._taken))
         ahead = sum(b - a for (_, a, b), _ in self._sent)
         while ahead < window and self._next[0] < len(self.urls):
+            rest = min(READ_AHEAD, max(START_BYTES, window - ahead, self._taken // 2))
+            chunk = rest if self._started else START_BYTES
             k, a = self._next
             n = self.size(k)
             if a == 0:  # a head read before (compression sniffed) is not fetched again
@@ -253,6 +258,7 @@ class Prefetch:
             if not _AHEAD.reserve(b - a, force=not self._sent):
                 return
             self._sent.append(((k, a, b), _pool().submit(_get, self.urls[k], a, b)))
+            self._started = True
             ahead += b - a
             self._next = (k, b) if b < n else (k + 1, 0)
 
@@ -273,7 +279,7 @@ class Prefetch:
             if not self._sent or self._sent[0][0][:2] > (k, at):
                 while self._sent:
                     self._drop(self._sent.popleft())
-                self._next, self._taken = (k, at), 0
+                self._next, self._taken, self._started = (k, at), 0, False
             self._top_up()
             if not self._sent:
                 return at, b""

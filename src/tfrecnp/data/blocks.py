@@ -41,6 +41,10 @@ Batch = dict[str, Column]
 
 BLOCK_BYTES = 4 << 20  # payload bytes read and decoded together
 BLOCK_RECORDS = (1, 1 << 16)  # ... but at least / at most this many records per block
+# A pass in file order starts with a block of about this much payload, the next ones as large
+# as those before, until a whole block's records came: its first batch waits for one short
+# read (a bucket's first range, a cold disk), not a whole block's (RecordReader.batches).
+FIRST_BLOCK_BYTES = 256 << 10
 # Large blocks of big records are read, checked and decoded this many payload bytes at a
 # time (`RowBlocks`): pieces decode side by side, each copied into place while in cache.
 PIECE_BYTES = 8 << 20
@@ -73,6 +77,11 @@ def block_records(batch_size: int, mean_record_bytes: float) -> int:
     """Records per block: about BLOCK_BYTES of payload, within BLOCK_RECORDS, rounded to a
     whole number of batches (at least one)."""
     return records_per_batch(BLOCK_BYTES, mean_record_bytes, BLOCK_RECORDS, multiple=batch_size)
+
+
+def first_block_records(block: int, mean_record_bytes: float) -> int:
+    """Records of a pass's first block (see FIRST_BLOCK_BYTES), at most a whole block's."""
+    return min(block, records_per_batch(FIRST_BLOCK_BYTES, mean_record_bytes, BLOCK_RECORDS))
 
 
 def concat_blocks(blocks: list[Block]) -> Block:

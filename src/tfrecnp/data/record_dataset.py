@@ -45,6 +45,7 @@ from .blocks import (
     Piece,
     RowBlocks,
     block_records,
+    first_block_records,
     fixed_rows,
     raw_rows,
     shuffle_numbers,
@@ -276,7 +277,8 @@ class RecordSource(Source):
             if framed and self.whole(start, stop):  # the pass indexes the files it walks
                 raw = self.files.learned(raw)
         else:  # big records are decoded where they were read, in their frames
-            raw = self._stream_batches(start, stop, block, framed=big)
+            first = first_block_records(block, self.mean_record_bytes(start, stop))
+            raw = self._stream_batches(start, stop, block, framed=big, first=first)
         spares = self.files.spares
         stages: list[Iterator] = [raw]
         if pool and not big:  # the pool draws in the reading thread: decoding weighs more
@@ -501,18 +503,25 @@ class RecordSource(Source):
         return out
 
     def _stream_batches(
-        self, start: int, stop: int | None, batch_size: int, framed: bool = False
+        self,
+        start: int,
+        stop: int | None,
+        batch_size: int,
+        framed: bool = False,
+        first: int | None = None,
     ) -> Iterator[RecordBatch]:
         """Sequential batches of payloads (any compression), exactly batch_size records
         except the last. framed: a whole pass leaves records in their frames (decoded
-        there, without a copy), and a file's last batch may be short."""
+        there, without a copy), and a file's last batch may be short. first: a whole
+        pass's first batch holds this many, the next ones doubling (RecordReader.batches)."""
         files = self.files
         if self.whole(start, stop):  # a pass over everything needs no index: stream
             reader = files.reader()
             if framed:  # a whole pass indexes the files it walks (Files.learned)
-                yield from files.learned(reader.frame_batches(batch_size, defer_crc=True))
+                batches = reader.frame_batches(batch_size, defer_crc=True, first=first)
+                yield from files.learned(batches)
             else:
-                yield from reader.batches(batch_size)
+                yield from reader.batches(batch_size, first=first)
             return
         files.index()  # a view: its records are numbered
         if files.seekable or all(

@@ -25,7 +25,6 @@ many features are sampled less: at most 250 000 (record, feature) pairs are look
 from __future__ import annotations
 
 import codecs
-import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -108,13 +107,14 @@ def _sample(
     quota = math.ceil(sample / len(chosen))
     budget = SAMPLE_BYTES // len(chosen)
     parts = []
-    for path in chosen:  # up to quota records or budget bytes (at least one record) each
-        taken = 0
-        records = RecordReader(path, compression=compression, on_error=on_error).batches(1)
-        for record in itertools.islice(records, quota):
-            parts.append(record)
-            taken += len(record.data)
-            if taken >= budget:
+    for path in chosen:  # up to quota records or about budget bytes (at least one record)
+        have = taken = 0  # each: in batches of 1, 1, 2, 4 ... (so at most twice the budget)
+        reader = RecordReader(path, compression=compression, on_error=on_error)
+        records = reader.batches(quota, first=1)
+        for batch in records:
+            parts.append(batch)
+            have, taken = have + len(batch), taken + len(batch.data)
+            if have >= quota or taken >= budget:
                 break
         records.close()
     if not parts:

@@ -256,28 +256,42 @@ class RecordReader:
         for batch in self.batches(size):
             yield from batch
 
-    def batches(self, batch_size: int = 1024) -> Iterator[RecordBatch]:
-        """Batches of exactly batch_size records (the last may be short), across files."""
+    def batches(self, batch_size: int = 1024, *, first: int | None = None) -> Iterator[RecordBatch]:
+        """Batches of exactly batch_size records (the last may be short), across files.
+        first: the first batch_size records come in batches of first, first, then as many
+        as came before, so the pass's first records come after one short read, not a whole
+        batch's (a bucket's round trips, a cold disk); the batches after them are whole."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-        yield from self._filled(_BatchBuilder(batch_size, self.spares))
+        yield from self._filled(_BatchBuilder(batch_size, self.spares), first)
 
     def frame_batches(
-        self, batch_size: int = 1024, *, defer_crc: bool = False
+        self, batch_size: int = 1024, *, defer_crc: bool = False, first: int | None = None
     ) -> Iterator[RecordBatch]:
         """Batches of batch_size records left in their frames (RecordBatch.spans): no
         payload is copied. A batch does not span files: the last of each file may be short.
         defer_crc: with on_error="raise", payload CRCs are left to the consumer
         (RecordBatch.verify), which may have a thread with more time for them than this
-        one; damaged records to be skipped are found here, where the walk resynchronises."""
+        one; damaged records to be skipped are found here, where the walk resynchronises.
+        first: as in `batches`."""
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         defer = defer_crc and self.verify_crc and self.on_error == "raise"
-        yield from self._filled(_FrameBuilder(batch_size, self.spares, defer))
+        yield from self._filled(_FrameBuilder(batch_size, self.spares, defer), first)
 
-    def _filled(self, batch: _BatchBuilder | _FrameBuilder) -> Iterator:
+    def _filled(self, batch: _BatchBuilder | _FrameBuilder, first: int | None = None) -> Iterator:
         """The batches `batch` is filled with, over every file (a _FrameBuilder's end with
-        each file: its frames lie in that file's buffers)."""
+        each file: its frames lie in that file's buffers); the builder's first batch in
+        pieces from `first` records (see `batches`)."""
+        full, done = batch.size, 0
+        batch.size = max(1, min(first or full, full))
+
+        def grow(n: int) -> None:  # after a batch of n records
+            nonlocal done
+            if batch.size < full:
+                done += n
+                batch.size = full if done >= full else min(done, full - done)
+
         copied = isinstance(batch, _BatchBuilder)
         if copied:  # bytes the files after each one hold, to size batch buffers by
             later = np.cumsum([_size_or_zero(p) for p in reversed(self.paths)])[::-1].tolist()
@@ -286,9 +300,13 @@ class RecordReader:
             for k, path in enumerate(self.paths):
                 if copied:
                     batch.later_bytes = later[k + 1] if k + 1 < len(later) else 0
-                yield from self._walk(path, batch, prefetch)
+                for got in self._walk(path, batch, prefetch):
+                    yield got
+                    grow(len(got))
                 if not copied and batch.n:
-                    yield batch.take()
+                    got = batch.take()
+                    yield got
+                    grow(len(got))
         except CorruptRecordError:
             if batch.n:  # the good records before the damage come out first, as in TensorFlow
                 yield batch.take()
