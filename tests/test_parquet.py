@@ -592,6 +592,17 @@ def test_each_column_gets_the_cheapest_encoding_near_the_smallest(tmp_path):
         "words.list.element": {("dictionary", "ZSTD")},
     }
     assert {column: stored_as(out, column) for column in want} == want
+    # min / max for the columns of one value per row (readers skip row groups by them), none
+    # for list items
+    group = pq.ParquetFile(out).metadata.row_group(0)
+    first = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    assert sorted(path for path, c in first.items() if c.is_stats_set) == [
+        "caption",
+        "id",
+        "label",
+        "tag",
+    ]
+    assert (first["id"].statistics.min, first["id"].statistics.max) == (0, group.num_rows - 1)
     usual = str(tmp_path / "usual.parquet")
     pq.write_table(
         pq.read_table(out),

@@ -513,7 +513,8 @@ class RecordSource(Source):
         """Sequential batches of payloads (any compression), exactly batch_size records
         except the last. framed: a whole pass leaves records in their frames (decoded
         there, without a copy), and a file's last batch may be short. first: a whole
-        pass's first batch holds this many, the next ones doubling (RecordReader.batches)."""
+        pass's first batch_size records come in growing batches from this many
+        (RecordReader.batches)."""
         files = self.files
         if self.whole(start, stop):  # a pass over everything needs no index: stream
             reader = files.reader()
