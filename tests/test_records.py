@@ -266,6 +266,7 @@ def _ramp(n: int, first: int, total: int) -> list[int]:
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_a_first_batch_comes_in_growing_pieces(corpus, compression):
     path, payloads = corpus("many", compression)
+    assert _ramp(1000, 3, 2500) == [3, 3, 6, 12, 24, 48, 96, 192, 384, 232, 1000, 500]
     for n, first in ((1000, 3), (4096, 1), (7, 2), (5, 9)):
         sizes = _ramp(n, first, len(payloads))
         got = list(tn.RecordReader(path).batches(n, first=first))
