@@ -56,6 +56,7 @@ READ_AHEAD = 8 << 20  # a streamed remote read asks for this many bytes per requ
 IN_FLIGHT = 4
 START_BYTES = 1 << 20  # ... a pass's first request this many bytes, sent with one more ...
 START_WINDOW = 4 << 20  # ... for the rest of this window (see Prefetch)
+GROWTH = 8  # ... then this many times the bytes its reader has taken (see Prefetch)
 AHEAD_BYTES = 64 << 20  # ... and all passes of a process together, at most this many bytes
 HEAD_BYTES = 64 << 10  # a remote file's first bytes read at once (compression, first records)
 HEADS_KEPT = 64  # ... and kept for this many files
@@ -214,11 +215,11 @@ class Prefetch:
     file's first ones sent while the last of this one's arrive (sizes from the listing).
     A pass starts with one range of START_BYTES (its first records after one round trip)
     and the rest of START_WINDOW in a second; then the bytes in flight ahead of the reader
-    grow to twice the bytes it has taken, in ranges as large as the window leaves room for
-    (fewer requests: each costs a store some work), up to IN_FLIGHT ranges of READ_AHEAD.
-    So a reader that wants a few records of a file (a spec inferred, a probe) moves at most
-    START_WINDOW or a few times what it read, and a pass fills the link after a few round
-    trips. All passes of a process together keep at most AHEAD_BYTES ahead of their
+    grow to GROWTH times the bytes it has taken, in ranges as large as the window leaves
+    room for (fewer requests: each costs a store some work), up to IN_FLIGHT ranges of
+    READ_AHEAD. So a reader that wants a few records of a file (a spec inferred, a probe)
+    moves at most START_WINDOW or GROWTH times what it read, and a pass fills the link
+    after two round trips. All passes of a process together keep at most AHEAD_BYTES ahead of their
     readers (several files read in turn, as shuffle=N does, share it); the range a reader
     waits for is always sent."""
 
@@ -240,7 +241,7 @@ class Prefetch:
 
     def _top_up(self) -> None:
         """Send ranges (in file order) until as many are in flight as the ramp allows."""
-        window = min(IN_FLIGHT * READ_AHEAD, max(START_WINDOW, 2 * self._taken))
+        window = min(IN_FLIGHT * READ_AHEAD, max(START_WINDOW, GROWTH * self._taken))
         ahead = sum(b - a for (_, a, b), _ in self._sent)
         while ahead < window and self._next[0] < len(self.urls):
             rest = min(READ_AHEAD, max(START_BYTES, window - ahead, self._taken // 2))
