@@ -707,3 +707,35 @@ def test_a_payload_left_in_its_frame_is_checked_before_it_is_used():
     assert (error.path, error.record, error.offset) == ("x.tfrecord", 1, 1020)
     with pytest.raises(tn.CorruptRecordError, match=r"x\.tfrecord record 1"):
         batch.packed()
+
+
+def test_spans_out_of_file_order_name_the_first_damage_in_their_own_order():
+    """Rows read by position come in the shuffle's order; their CRCs are checked in the
+    buffer's order, and damage is named as the rows come."""
+    from tfrecnp.format.payloads import Origins, RecordBatch
+
+    payloads = [bytes([k]) * (100 + k) for k in range(6)]
+    framed = bytearray(b"".join(frame_ref(p) for p in payloads))
+    starts = np.cumsum([0] + [len(p) + 16 for p in payloads[:-1]]) + 12
+    framed[starts[1] + 5] ^= 1
+    framed[starts[4] + 5] ^= 1
+    order = np.array([5, 4, 3, 2, 1, 0])  # record 4 comes before record 1
+    lengths = np.array([len(p) for p in payloads])
+    data = np.frombuffer(bytes(framed), np.uint8)
+
+    def batch(rows):
+        return RecordBatch.spans(
+            data,
+            starts[rows],
+            starts[rows] + lengths[rows],
+            Origins.run("x.tfrecord", 0, 6).take(rows),
+            verified=False,
+        )
+
+    good, error = batch(order).verify()
+    assert list(good.packed()) == [payloads[5]]
+    assert (error.path, error.record) == ("x.tfrecord", 4)
+    sound = order[[0, 2, 5]]
+    good, error = batch(sound).verify()
+    assert error is None and good.verified
+    assert list(good.packed()) == [payloads[k] for k in sound]

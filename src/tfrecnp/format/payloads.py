@@ -105,6 +105,18 @@ class Origins:
 _NO_LOCS = np.empty(0, np.int64)
 
 
+def _first_bad_payload(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> int:
+    """`framing.check_payloads`, walking the buffer in address order: spans in a shuffled
+    order (rows read by position) check 2.3x slower in their own order (each jump to a far
+    span starts the prefetcher afresh). Damage found is then looked for in their order."""
+    if len(starts) < 2 or bool((starts[1:] >= starts[:-1]).all()):
+        return framing.check_payloads(data, starts, ends)
+    order = np.argsort(starts)
+    if framing.check_payloads(data, starts[order], ends[order]) < 0:
+        return -1
+    return framing.check_payloads(data, starts, ends)
+
+
 class RecordBatch:
     """n record payloads, each a span of a buffer, each with its origin (see the module's
     docstring for the kinds of spans).
@@ -259,7 +271,7 @@ class RecordBatch:
         naming that one, or None). Only payloads still in their frames can be unverified."""
         if self.verified:
             return self, None
-        bad = framing.check_payloads(self.data, self.starts, self.ends)
+        bad = _first_bad_payload(self.data, self.starts, self.ends)
         good = RecordBatch.spans(
             self.data,
             self.starts[: bad if bad >= 0 else None],
