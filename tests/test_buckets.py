@@ -653,6 +653,34 @@ def test_reads_that_stop_early_give_back_their_read_ahead(s3, tmp_path, small_ra
     assert fs._AHEAD.used == used
 
 
+def test_an_inferred_spec_moves_its_sample_not_a_read_ahead(s3, tmp_path, monkeypatch):
+    """An open without spec= samples each file's first records up to its byte budget
+    (infer.SAMPLE_BYTES, 256 KiB here) and sends no range ahead past it: it moved the
+    whole 16.8 MB shard of 16 KiB records in bench_s3 (the read-ahead grown to 8x what
+    the sample took). A reader that expected fewer bytes than it reads still reads all."""
+    from tfrecnp.example import infer
+
+    monkeypatch.setattr(infer, "SAMPLE_BYTES", 256 << 10)
+    rng = np.random.default_rng(6)
+    cols = {
+        "label": np.arange(200, dtype=np.int64),
+        "data": rng.standard_normal((200, 64, 64)).astype(np.float32),
+    }
+    (tmp_path / "probe").mkdir()
+    out = tn.write(
+        tmp_path / "probe" / "p.tfrecord", cols, encoding={"data": "raw"}, progress=False
+    )
+    total = _upload(s3, out.paths, "probe", sidecars=False)
+    sent = Sent(s3)
+    ds = tn.open(s3.url("probe/"), storage_options=s3.options)
+    moved = sum(stop - start for _, _, start, stop, _ in sent.log if start >= 0)
+    assert total > 3 << 20 and moved <= 2 * infer.SAMPLE_BYTES + fs.HEAD_BYTES
+    assert ds.spec == tn.infer_spec(out.paths)
+    reader = tn.RecordReader(s3.url("probe/"), storage_options=s3.options, expect_bytes=100_000)
+    local = tn.RecordReader(out.paths)
+    assert list(reader) == list(local)
+
+
 def test_a_long_range_is_fetched_in_parts_side_by_side(s3, shards, monkeypatch):
     """A range longer than RANGE_PART (a window of shuffled pieces of one file, joined) goes
     out as parts in one batch: one connection carries less than the link."""

@@ -221,10 +221,12 @@ class Prefetch:
     moves at most START_WINDOW or GROWTH times what it read, and a pass fills the link
     after two round trips. All passes of a process together keep at most AHEAD_BYTES ahead of their
     readers (several files read in turn, as shuffle=N does, share it); the range a reader
-    waits for is always sent."""
+    waits for is always sent. expect: the bytes a reader will take, when it knows (a spec's
+    sample): no range is sent ahead past them (else a sample of 4 MiB moved 32)."""
 
-    def __init__(self, urls: list[Any]):
+    def __init__(self, urls: list[Any], expect: int | None = None):
         self.urls = [u if isinstance(u, URL) else resolve(u) for u in urls]
+        self.expect = expect
         self.files = {u: k for k, u in enumerate(self.urls)}
         self._sizes: dict[int, int] = {}
         self._lock = threading.Lock()
@@ -239,13 +241,18 @@ class Prefetch:
             found = self._sizes[k] = size(self.urls[k])
         return found
 
-    def _top_up(self) -> None:
-        """Send ranges (in file order) until as many are in flight as the ramp allows."""
+    def _top_up(self, waiting: bool = False) -> None:
+        """Send ranges (in file order) until as many are in flight as the ramp allows;
+        waiting: at least the one the reader waits for."""
         window = min(IN_FLIGHT * READ_AHEAD, max(START_WINDOW, GROWTH * self._taken))
+        if self.expect is not None:
+            window = min(window, self.expect - self._taken)
         ahead = sum(b - a for (_, a, b), _ in self._sent)
-        while ahead < window and self._next[0] < len(self.urls):
+        while (ahead < window or (waiting and not self._sent)) and self._next[0] < len(self.urls):
             rest = min(READ_AHEAD, max(START_BYTES, window - ahead, self._taken // 2))
             chunk = rest if self._started else START_BYTES
+            if self.expect is not None:  # a probe's ranges: what it will take, or a head's
+                chunk = min(chunk, max(window - ahead, HEAD_BYTES, self._taken // 2))
             k, a = self._next
             n = self.size(k)
             if a == 0:  # a head read before (compression sniffed) is not fetched again
@@ -277,11 +284,15 @@ class Prefetch:
         with self._lock:
             while self._sent and (self._sent[0][0][0], self._sent[0][0][2]) <= (k, at):
                 self._drop(self._sent.popleft())  # passed over
-            if not self._sent or self._sent[0][0][:2] > (k, at):
+            if self._sent:
+                restart = self._sent[0][0][:2] > (k, at)  # a seek back
+            else:  # the pass's first range, or a seek (not where its next range starts)
+                restart = not self._started or (k, at) != self._next
+            if restart:
                 while self._sent:
                     self._drop(self._sent.popleft())
                 self._next, self._taken, self._started = (k, at), 0, False
-            self._top_up()
+            self._top_up(waiting=True)
             if not self._sent:
                 return at, b""
             (_, start, stop), future = self._sent.popleft()

@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 MAX_SAMPLED_FILES = 32
-SAMPLE_BYTES = 32 << 20  # inference reads at most about this much (and at least a record a file)
+SAMPLE_BYTES = 4 << 20  # inference reads at most about this much (and at least a record a file)
 PROBE_RECORDS = 4  # surveyed first, to see how many features a record holds
 MAX_SURVEY_ENTRIES = 250_000  # (record, feature) pairs surveyed at most
 IMAGE_MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
@@ -109,7 +109,7 @@ def _sample(
     parts = []
     for path in chosen:  # up to quota records or about budget bytes (at least one record)
         have = taken = 0  # each: in batches of 1, 1, 2, 4 ... (so at most twice the budget)
-        reader = RecordReader(path, compression=compression, on_error=on_error)
+        reader = RecordReader(path, compression=compression, on_error=on_error, expect_bytes=budget)
         records = reader.batches(quota, first=1)
         for batch in records:
             parts.append(batch)

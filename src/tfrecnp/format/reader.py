@@ -212,7 +212,9 @@ class RecordReader:
     are); raise it for larger records. spares: where batch buffers are lent from and come
     back to (a Dataset passes its own, so that a pass reuses the pages of the last).
     damage: the DamagePolicy to report to, instead of one made from on_error (a Dataset's
-    readers share its own, so that its list names each damaged place once).
+    readers share its own, so that its list names each damaged place once). expect_bytes:
+    about how many bytes a pass will read, when the reader knows (a sample of the first
+    records): a remote pass sends no ranges ahead past them (fs.Prefetch).
     """
 
     def __init__(
@@ -226,6 +228,7 @@ class RecordReader:
         max_record_bytes: int = MAX_RECORD_BYTES,
         spares: Spares | None = None,
         damage: DamagePolicy | None = None,
+        expect_bytes: int | None = None,
     ):
         self.paths = expand_paths(paths, storage_options)
         self.compression = normalize_compression(compression)
@@ -235,6 +238,7 @@ class RecordReader:
             raise ValueError(f"max_record_bytes must be >= 0, not {max_record_bytes}")
         self.max_record_bytes = max_record_bytes
         self.spares = spares
+        self.expect_bytes = expect_bytes
 
     @property
     def on_error(self) -> str:
@@ -321,7 +325,7 @@ class RecordReader:
         """The ranged GETs of a pass over these files, when they are remote: sent ahead of
         the walk, across files (see fs.Prefetch)."""
         remote = [p for p in self.paths if fs.is_url(p)]
-        return fs.Prefetch(remote) if remote else None
+        return fs.Prefetch(remote, expect=self.expect_bytes) if remote else None
 
     def indexes(self) -> Iterator[RecordIndex]:
         """One RecordIndex per file, from a scan that reads only frame headers where it can."""
