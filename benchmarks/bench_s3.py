@@ -35,21 +35,20 @@ store; the requests and bytes counted carry over to any store.
 
     python benchmarks/bench_s3.py [--quick] [--runs N] [--latency-ms 20] [--mbps 200]
 
-Last run (--quick --runs 5, 2026-11-29 07:24, quiet: load 1 on 2 cores; the link's own
-limit measured 165-169 MB/s of its 200 cap, moto and the proxy on the same cores), 20 ms:
+Last run (--quick --runs 5, 2026-11-29 08:54, load 0.8 on 2 cores; the link's own limit
+measured 158-167 MB/s of its 200 cap, moto and the proxy on the same cores), 20 ms:
 
-- numeric: sequential 0.79 of the link in 13 GETs (0.89 on the full 277 MB, 42 GETs); open
-  / first batch 9 / 4 requests, 5.0 / 2.3 round trips (9.6 before the first block was read
-  in pieces); shuffle=True 1.0x the bytes (8 GETs) at 0.59 of sequential; 1 % samples 2.6 %
-  of the bytes by payload (ds.stats), 6.2 % on the wire: 2 600 requests' HTTP headers
-  outweigh 130-byte records; Ray 534x.
-- raw (16 KiB): sequential 0.65 of the link in 4 GETs, its runs' spread 73 % (0.82-0.84 in
-  `--only raw` runs; 0.84 at 0 ms; 0.71 on the full 33.7 MB); shuffle=True 1.13x
-  sequential; samples 2.3 %; Ray 3.7x (4.4x at 0 ms: Ray reaches 0.16-0.27 of the link, so
-  5x Ray asks 0.8-1.35 of it).
-- gzip: sequential 0.55 of the link (inflating); a 1 % sample moves 1.0x (every piece
+- numeric: sequential 0.80 of the link in 13 GETs (0.94 on the full 277 MB, 42 GETs, 09:00);
+  open / first batch 9 / 4 requests, 5.4 / 2.4 round trips; shuffle=True 1.0x the bytes
+  (8 GETs) at 0.74 of sequential; 1 % samples 2.6 % of the bytes by payload (ds.stats),
+  6.2 % on the wire: 2 600 requests' HTTP headers outweigh 130-byte records; Ray 497x.
+- raw (16 KiB): sequential 0.66 of the link in 4 GETs, its runs' spread 61 %; on the full
+  33.7 MB 0.76 (09:00, spread 73 %) and 0.83 (09:03), where Ray reaches 0.22 of the link:
+  3.8x, and 5x Ray would ask 1.08 of the link; an open that infers the spec moves 6.3 MB
+  of the 33.7 (the whole shard before its sample was bounded); samples 2.8 %.
+- gzip: sequential 0.53 of the link (inflating); a 1 % sample moves 1.0x (every piece
   between checkpoints holds a sampled record: 2 per 3 MB shard); shuffle=True 1.0x the
-  bytes in 16 GETs at 0.40 of sequential.
+  bytes in 16 GETs at 0.39 of sequential.
 """
 
 from __future__ import annotations

@@ -329,7 +329,8 @@ def infer_spec(
     paths : str, os.PathLike or list
         TFRecord files: a file, a glob, a directory or a list of them.
     sample : int
-        Records surveyed at most, spread across the files.
+        Records surveyed at most, spread across up to 32 files, within about 4 MiB of
+        payloads (at least one record a file): big records are sampled fewer.
     compression : {"auto", None, "GZIP", "ZLIB"}
         "auto" detects each file's compression from its first bytes.
     on_error : {"raise", "skip", "warn"}
