@@ -718,8 +718,8 @@ def test_spans_out_of_file_order_name_the_first_damage_in_their_own_order():
     framed = bytearray(b"".join(frame_ref(p) for p in payloads))
     starts = np.cumsum([0] + [len(p) + 16 for p in payloads[:-1]]) + 12
     framed[starts[1] + 5] ^= 1
-    framed[starts[4] + 5] ^= 1
-    order = np.array([5, 4, 3, 2, 1, 0])  # record 4 comes before record 1
+    framed[starts[3] + 5] ^= 1
+    order = np.array([5, 4, 3, 2, 1, 0])  # record 3 (row 2) comes before record 1 (row 4)
     lengths = np.array([len(p) for p in payloads])
     data = np.frombuffer(bytes(framed), np.uint8)
 
@@ -733,9 +733,9 @@ def test_spans_out_of_file_order_name_the_first_damage_in_their_own_order():
         )
 
     good, error = batch(order).verify()
-    assert list(good.packed()) == [payloads[5]]
-    assert (error.path, error.record) == ("x.tfrecord", 4)
-    sound = order[[0, 2, 5]]
+    assert list(good.packed()) == [payloads[5], payloads[4]]
+    assert (error.path, error.record) == ("x.tfrecord", 3)
+    sound = order[[0, 1, 3, 5]]
     good, error = batch(sound).verify()
     assert error is None and good.verified
     assert list(good.packed()) == [payloads[k] for k in sound]

@@ -222,7 +222,8 @@ class Prefetch:
     after two round trips. All passes of a process together keep at most AHEAD_BYTES ahead of their
     readers (several files read in turn, as shuffle=N does, share it); the range a reader
     waits for is always sent. expect: the bytes a reader will take, when it knows (a spec's
-    sample): no range is sent ahead past them (else a sample of 4 MiB moved 32)."""
+    sample): no range is sent ahead past them (else a sample of 4 MiB moved 32); a reader
+    that reads on past them is sent one range at a time, each half what it has taken."""
 
     def __init__(self, urls: list[Any], expect: int | None = None):
         self.urls = [u if isinstance(u, URL) else resolve(u) for u in urls]
@@ -251,8 +252,9 @@ class Prefetch:
         while (ahead < window or (waiting and not self._sent)) and self._next[0] < len(self.urls):
             rest = min(READ_AHEAD, max(START_BYTES, window - ahead, self._taken // 2))
             chunk = rest if self._started else START_BYTES
-            if self.expect is not None:  # a probe's ranges: what it will take, or a head's
-                chunk = min(chunk, max(window - ahead, HEAD_BYTES, self._taken // 2))
+            if self.expect is not None:  # a probe's ranges: what is left of what it will
+                room = window - ahead  # take; past that, half what it took (or a head's)
+                chunk = min(chunk, room if room > 0 else max(HEAD_BYTES, self._taken // 2))
             k, a = self._next
             n = self.size(k)
             if a == 0:  # a head read before (compression sniffed) is not fetched again

@@ -62,7 +62,8 @@ __all__ = [
 ]
 
 MAX_SAMPLED_FILES = 32
-SAMPLE_BYTES = 4 << 20  # inference reads at most about this much (and at least a record a file)
+SAMPLE_BYTES = 32 << 20  # inference reads at most about this much (and at least a record a file)
+REMOTE_SAMPLE_BYTES = 4 << 20  # ... of remote files (each byte costs the link's time)
 PROBE_RECORDS = 4  # surveyed first, to see how many features a record holds
 MAX_SURVEY_ENTRIES = 250_000  # (record, feature) pairs surveyed at most
 IMAGE_MAGIC = {b"\xff\xd8\xff": "JPEG", b"\x89PNG\r\n\x1a\n": "PNG"}
@@ -105,7 +106,8 @@ def _sample(
     step = max(1, len(paths) / MAX_SAMPLED_FILES)
     chosen = [paths[int(i * step)] for i in range(min(len(paths), MAX_SAMPLED_FILES))]
     quota = math.ceil(sample / len(chosen))
-    budget = SAMPLE_BYTES // len(chosen)
+    remote = any(fs.is_url(path) for path in chosen)
+    budget = (REMOTE_SAMPLE_BYTES if remote else SAMPLE_BYTES) // len(chosen)
     parts = []
     for path in chosen:  # up to quota records or about budget bytes (at least one record)
         have = taken = 0  # each: in batches of 1, 1, 2, 4 ... (so at most twice the budget)
@@ -329,8 +331,9 @@ def infer_spec(
     paths : str, os.PathLike or list
         TFRecord files: a file, a glob, a directory or a list of them.
     sample : int
-        Records surveyed at most, spread across up to 32 files, within about 4 MiB of
-        payloads (at least one record a file): big records are sampled fewer.
+        Records surveyed at most, spread across up to 32 files, within about 32 MiB of
+        payloads (4 MiB of remote files; at least one record a file): big records are
+        sampled fewer.
     compression : {"auto", None, "GZIP", "ZLIB"}
         "auto" detects each file's compression from its first bytes.
     on_error : {"raise", "skip", "warn"}

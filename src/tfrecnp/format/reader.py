@@ -214,7 +214,8 @@ class RecordReader:
     damage: the DamagePolicy to report to, instead of one made from on_error (a Dataset's
     readers share its own, so that its list names each damaged place once). expect_bytes:
     about how many bytes a pass will read, when the reader knows (a sample of the first
-    records): a remote pass sends no ranges ahead past them (fs.Prefetch).
+    records): a remote pass sends no ranges ahead past them, and past them reads one range
+    at a time (fs.Prefetch).
     """
 
     def __init__(
