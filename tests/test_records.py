@@ -234,6 +234,9 @@ def test_reader_rejects_bad_options(tmp_path):
     with pytest.raises(ValueError) as e:
         tn.RecordReader(path).batches(0).__next__()
     assert str(e.value) == "batch_size must be at least 1, not 0"
+    with pytest.raises(ValueError) as e:
+        tn.RecordReader(path, expect_bytes=-1)
+    assert str(e.value) == "expect_bytes must be >= 0 (or None: not known), not -1"
 
 
 def test_batches_span_files_of_different_compressions(corpus, tmp_path):

@@ -239,6 +239,8 @@ class RecordReader:
             raise ValueError(f"max_record_bytes must be >= 0, not {max_record_bytes}")
         self.max_record_bytes = max_record_bytes
         self.spares = spares
+        if expect_bytes is not None and expect_bytes < 0:
+            raise ValueError(f"expect_bytes must be >= 0 (or None: not known), not {expect_bytes}")
         self.expect_bytes = expect_bytes
 
     @property
