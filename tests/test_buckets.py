@@ -689,6 +689,24 @@ def test_an_inferred_spec_moves_its_sample_not_a_read_ahead(s3, tmp_path, monkey
     assert len([r for r in sent.since(mark) if r[2] >= 0]) <= 12
 
 
+def test_a_probe_of_the_first_records_moves_a_first_range(s3, tmp_path):
+    """The records' mean size of a file without index (`mean_frame_bytes`, before a
+    first pass) is read from its first records: one first range beside the head, not
+    the 4 MiB a pass starts with."""
+    from tfrecnp.format.reader import mean_frame_bytes
+
+    rng = np.random.default_rng(7)
+    cols = {"data": rng.standard_normal((200, 64, 64)).astype(np.float32)}
+    (tmp_path / "mean").mkdir()
+    out = tn.write(tmp_path / "mean" / "m.tfrecord", cols, encoding={"data": "raw"}, progress=False)
+    _upload(s3, out.paths, "mean", sidecars=False)
+    sent = Sent(s3)
+    url = fs.listing(fs.resolve(s3.url("mean/"), s3.options))[1][0]
+    assert mean_frame_bytes(url) == mean_frame_bytes(out.paths[0])
+    moved = sum(stop - start for _, _, start, stop, _ in sent.log if start >= 0)
+    assert moved <= fs.HEAD_BYTES + fs.START_BYTES
+
+
 def test_a_long_range_is_fetched_in_parts_side_by_side(s3, shards, monkeypatch):
     """A range longer than RANGE_PART (a window of shuffled pieces of one file, joined) goes
     out as parts in one batch: one connection carries less than the link."""

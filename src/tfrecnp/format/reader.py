@@ -839,8 +839,12 @@ def mean_frame_bytes(
     if known is not None:
         lengths = known.lengths[:records]
         return float(lengths.mean()) + OVERHEAD_BYTES if len(lengths) else None
-    probe = RecordReader(
-        paths, compression=compression, on_error="skip", max_record_bytes=max_record_bytes
+    probe = RecordReader(  # (a first range's worth, not a pass's read-ahead of 4 MiB)
+        paths,
+        compression=compression,
+        on_error="skip",
+        max_record_bytes=max_record_bytes,
+        expect_bytes=fs.START_BYTES,
     )
     sizes = [len(b.data) for b in itertools.islice(probe.batches(1), records)]
     return sum(sizes) / len(sizes) + OVERHEAD_BYTES if sizes else None
