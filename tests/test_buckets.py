@@ -103,6 +103,18 @@ def _upload(s3, paths, folder: str, sidecars: bool = True) -> int:
     return total
 
 
+def _tensors(tmp_path, folder: str, n: int, seed: int, side: int = 64, label: bool = False, **kw):
+    """n float32 tensors of side x side (16 KiB at 64), written raw as shards under
+    tmp_path/folder (tn.write's keywords kw): (their columns, the WriteResult)."""
+    rng = np.random.default_rng(seed)
+    cols = {"data": rng.standard_normal((n, side, side)).astype(np.float32)}
+    if label:
+        cols = {"label": np.arange(n, dtype=np.int64), **cols}
+    (tmp_path / folder).mkdir()
+    path = tmp_path / folder / f"{folder}.tfrecord"
+    return cols, tn.write(path, cols, encoding={"data": "raw"}, progress=False, **kw)
+
+
 def test_a_pass_lists_once_sends_no_head_and_moves_the_files_once(s3, shards, small_ranges):
     total = _upload(s3, shards, "seq")
     sent = Sent(s3)
@@ -404,20 +416,7 @@ def test_dataloader_workers_read_a_bucket_by_batched_ranges(s3, tmp_path, compre
 def test_shuffle_true_of_big_records_moves_the_dataset_once(s3, tmp_path, small_ranges):
     """16 KiB records (read by position in pieces when local): from a bucket, whole windows
     of pieces, each byte moved about once."""
-    rng = np.random.default_rng(2)
-    cols = {
-        "label": np.arange(400, dtype=np.int64),
-        "data": rng.standard_normal((400, 64, 64)).astype(np.float32),
-    }
-    (tmp_path / "big").mkdir()
-    out = tn.write(
-        tmp_path / "big" / "big.tfrecord",
-        cols,
-        encoding={"data": "raw"},
-        records_per_shard=100,
-        index=True,
-        progress=False,
-    )
+    cols, out = _tensors(tmp_path, "big", 400, 2, label=True, records_per_shard=100, index=True)
     total = _upload(s3, out.paths, "big")
     ds = tn.open(s3.url("big/"), storage_options=s3.options, spec=out.spec)
     len(ds)
@@ -446,11 +445,7 @@ def test_a_first_pass_over_big_records_sizes_its_reads_from_a_small_sidecar(
     (a few KB beside 16 KiB records), not from a probe of its first records, which moved
     a read-ahead's worth more than the pass itself (3.1 MB over a 16.8 MB shard in
     bench_s3); the pass moves the shard once."""
-    rng = np.random.default_rng(4)
-    cols = {"data": rng.standard_normal((300, 64, 64)).astype(np.float32)}
-    (tmp_path / "fresh").mkdir()
-    path = tmp_path / "fresh" / "f.tfrecord"
-    out = tn.write(path, cols, encoding={"data": "raw"}, index=True, progress=False)
+    cols, out = _tensors(tmp_path, "fresh", 300, 4, index=True)
     total = _upload(s3, out.paths, "fresh")
     ds = tn.open(s3.url("fresh/"), storage_options=s3.options, spec=out.spec)
     sent = Sent(s3)
@@ -460,7 +455,7 @@ def test_a_first_pass_over_big_records_sizes_its_reads_from_a_small_sidecar(
     reads = sent.since(mark)
     moved = sum(stop - start for _, key, start, stop, _ in reads if not key.endswith(".idx"))
     assert moved <= 1.01 * total
-    assert [key for _, key, *_ in reads if key.endswith(".idx")] == ["fresh/f.tfrecord.idx"]
+    assert [key for _, key, *_ in reads if key.endswith(".idx")] == ["fresh/fresh.tfrecord.idx"]
 
 
 def test_an_open_keeps_the_heads_of_a_few_files_only(s3, shards, small_ranges, monkeypatch):
@@ -639,10 +634,7 @@ def test_reads_that_stop_early_give_back_their_read_ahead(s3, tmp_path, small_ra
     """A file read only in part (a spec inferred from its first records, a pass stopped
     after one batch) cancels the ranges it had sent ahead: the process's read-ahead budget
     is whole again, for the passes that follow."""
-    rng = np.random.default_rng(5)
-    cols = {"data": rng.standard_normal((200, 32, 32)).astype(np.float32)}
-    (tmp_path / "part").mkdir()
-    out = tn.write(tmp_path / "part" / "p.tfrecord", cols, encoding={"data": "raw"}, progress=False)
+    _, out = _tensors(tmp_path, "part", 200, 5, side=32)
     _upload(s3, out.paths, "part", sidecars=False)
     used = fs._AHEAD.used
     ds = tn.open(s3.url("part/"), storage_options=s3.options)  # (inferred: beyond its head)
@@ -665,15 +657,7 @@ def test_an_inferred_spec_moves_its_sample_not_a_read_ahead(s3, tmp_path, monkey
     from tfrecnp.example import infer
 
     monkeypatch.setattr(infer, "REMOTE_SAMPLE_BYTES", 256 << 10)
-    rng = np.random.default_rng(6)
-    cols = {
-        "label": np.arange(200, dtype=np.int64),
-        "data": rng.standard_normal((200, 64, 64)).astype(np.float32),
-    }
-    (tmp_path / "probe").mkdir()
-    out = tn.write(
-        tmp_path / "probe" / "p.tfrecord", cols, encoding={"data": "raw"}, progress=False
-    )
+    _, out = _tensors(tmp_path, "probe", 200, 6, label=True)
     total = _upload(s3, out.paths, "probe", sidecars=False)
     sent = Sent(s3)
     ds = tn.open(s3.url("probe/"), storage_options=s3.options)
@@ -695,10 +679,7 @@ def test_a_probe_of_the_first_records_moves_a_first_range(s3, tmp_path):
     the 4 MiB a pass starts with."""
     from tfrecnp.format.reader import mean_frame_bytes
 
-    rng = np.random.default_rng(7)
-    cols = {"data": rng.standard_normal((200, 64, 64)).astype(np.float32)}
-    (tmp_path / "mean").mkdir()
-    out = tn.write(tmp_path / "mean" / "m.tfrecord", cols, encoding={"data": "raw"}, progress=False)
+    _, out = _tensors(tmp_path, "mean", 200, 7)
     _upload(s3, out.paths, "mean", sidecars=False)
     sent = Sent(s3)
     url = fs.listing(fs.resolve(s3.url("mean/"), s3.options))[1][0]
