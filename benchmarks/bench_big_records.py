@@ -6,7 +6,9 @@ thread, nothing decoded. Then tfrecnp's `tn.open(path, spec).batches(B)` (every 
 touched as NumPy) for B = 32, 1024, 8192, unshuffled and with `shuffle=10_000`, as a
 fraction of it: one case at a time, its passes taken in turns with the limit's, its dataset
 kept open from pass to pass as a training run keeps it (one process; the limit row gathers
-its passes from every case). Peers at batch 1024, each
+its passes from every case). Shuffled passes are also put beside a limit of their own: the
+same records read by position in the order a shuffled pass reads them (`shuffled_limit_pass`),
+the kernel's per-record work that no reader of a shuffled order escapes. Peers at batch 1024, each
 in its own process: TensorFlow's best pipeline (`TFRecordDataset -> batch -> map(
 parse_example + decode_raw, AUTOTUNE) -> prefetch`, every output's `.numpy()`), and
 rustfrecord (a Rust reader into NumPy arrays, a record at a time; stacked, or joined, into
@@ -32,8 +34,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:  # the rustfrecord side runs this file where tfrecnp is not installed
+    from tfrecnp.framing import RecordIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import DATA_DIR, Result, interleaved, print_table, run_peer, warm_page_cache
@@ -143,6 +149,38 @@ def limit_pass(path: Path, buf: np.ndarray | None = None) -> int:
             records += n
             buf[: have - pos] = buf[pos:have]
             have -= pos
+    return records
+
+
+def shuffled_limit_pass(
+    path: Path, index: RecordIndex, buf: np.ndarray, shuffle: int, block: int = 1024
+) -> int:
+    """Every record read with a positioned read of its own (one core call per piece) and its
+    CRC checked, one thread, nothing decoded: the records drawn as a `shuffle=` pass at batch
+    `block` draws them (`shuffle_numbers`), in pieces of about PIECE_BYTES, each piece's
+    reads in file order, as `batches(shuffle=)` reads them. Records."""
+    from tfrecnp._core import framing
+    from tfrecnp.data.blocks import PIECE_BYTES, shuffle_numbers
+    from tfrecnp.format.frames import FOOTER_BYTES, HEADER_BYTES, OVERHEAD_BYTES
+
+    offsets, lengths = index.offsets, index.lengths
+    n = len(offsets)
+    piece = max(1, PIECE_BYTES // int(lengths.mean() + OVERHEAD_BYTES))
+    rng = np.random.default_rng(0)
+    fed = (np.arange(a, min(n, a + block)) for a in range(0, n, block))
+    order = np.concatenate(list(shuffle_numbers(fed, shuffle, rng, block)))
+    records = 0
+    with open(path, "rb", buffering=0) as f:
+        for a in range(0, n, piece):
+            ids = np.sort(order[a : a + piece])
+            sizes = lengths[ids] + OVERHEAD_BYTES
+            at = np.cumsum(sizes) - sizes
+            if int(sizes.sum()) > len(buf):
+                buf = np.empty(int(sizes.sum()), np.uint8)
+            framing.pread_runs(f.fileno(), offsets[ids], sizes, buf, at)
+            if framing.check_payloads(buf, at + HEADER_BYTES, at + sizes - FOOTER_BYTES) >= 0:
+                raise ValueError("CRC mismatch")
+            records += len(ids)
     return records
 
 
@@ -281,6 +319,7 @@ def main(argv: list[str] | None = None) -> int:
         (_tf_side if side == "tensorflow" else _rust_side)(case, path, int(runs))
         return 0
     import tfrecnp as tn
+    from tfrecnp.framing import scan_file
 
     batches = [int(b) for b in args.batches.split(",")] if args.batches else list(BATCHES)
     shuffles = [int(s) for s in args.shuffles.split(",")] if args.shuffles else list(SHUFFLES)
@@ -297,7 +336,9 @@ def main(argv: list[str] | None = None) -> int:
         warm_page_cache(path)
         nbytes = path.stat().st_size
         buf = np.empty(CHUNK, np.uint8)
+        index = scan_file(path)
         limit = "read + CRC32C (limit)"
+        shuffled_limit = "reads by position, shuffled + CRC32C"
         timed: dict[str, tuple[list[float], list[float]]] = {limit: ([], [])}
         n = 0
         for b in batches:  # one case at a time, in turns with the limit, its dataset open
@@ -308,6 +349,10 @@ def main(argv: list[str] | None = None) -> int:
                         limit: lambda path=path, buf=buf: limit_pass(path, buf),
                         label: lambda b=b, s=s, ds=ds: _tn_pass(ds, b, s),
                     }
+                    if s:
+                        turns[shuffled_limit] = lambda path=path, index=index, buf=buf, s=s: (
+                            shuffled_limit_pass(path, index, buf, s)
+                        )
                     for fn in turns.values():  # warm-up: spares, page cache, the index
                         fn()
                     for row, (wall, cpu) in interleaved(turns, runs).items():
@@ -336,7 +381,23 @@ def main(argv: list[str] | None = None) -> int:
             limit=limit,
             peer=peer,
         )
+        _print_shuffled(rows, limit, shuffled_limit)
     return 0
+
+
+def _print_shuffled(rows: list[Result], limit: str, shuffled_limit: str) -> None:
+    """Each shuffled case as a fraction of the shuffled limit (its own access pattern)."""
+    by_name = {r.name: r for r in rows}
+    base = by_name.get(shuffled_limit)
+    if base is None:
+        return
+    shares = [
+        f"{r.name.removeprefix('tfrecnp ')} {r.mb_per_s / base.mb_per_s:.2f}"
+        for r in rows
+        if "shuffle=" in r.name
+    ]
+    share = base.mb_per_s / by_name[limit].mb_per_s
+    print(f"  x the shuffled limit ({share:.2f} of the limit): " + ", ".join(shares))
 
 
 if __name__ == "__main__":

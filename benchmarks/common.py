@@ -61,9 +61,17 @@ def interleaved(
 
 
 def warm_page_cache(path: Path) -> None:
-    """Read the file once so every timed run reads from the page cache."""
-    buf = bytearray(1 << 20)
+    """Put the file in the page cache as a read from disk leaves it, whatever wrote it:
+    written back, dropped, then read once, so every timed run reads from the page cache in
+    one known state. A file just written stays cached in the small pages its writes made,
+    one read from disk comes in large folios where the kernel makes them, and reading from
+    the second costs the kernel much less (the big-records limit: 5.3 -> 9.2 GB/s on the
+    same file, benchmarks/README.md); left to chance, a file's history would move every
+    figure measured on it."""
     with open(path, "rb", buffering=0) as f:
+        os.fsync(f.fileno())
+        os.posix_fadvise(f.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        buf = bytearray(8 << 20)
         while f.readinto(buf):
             pass
 
