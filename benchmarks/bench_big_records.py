@@ -152,26 +152,29 @@ def limit_pass(path: Path, buf: np.ndarray | None = None) -> int:
     return records
 
 
-def shuffled_limit_pass(
-    path: Path, index: RecordIndex, buf: np.ndarray, shuffle: int, block: int = 1024
-) -> int:
+def shuffled_order(n: int, shuffle: int, block: int = 1024) -> np.ndarray:
+    """Record numbers 0..n in the order a `shuffle=` pass at batch `block` draws them
+    (`shuffle_numbers`, seed 0)."""
+    from tfrecnp.data.blocks import shuffle_numbers
+
+    fed = (np.arange(a, min(n, a + block)) for a in range(0, n, block))
+    return np.concatenate(list(shuffle_numbers(fed, shuffle, np.random.default_rng(0), block)))
+
+
+def shuffled_limit_pass(path: Path, index: RecordIndex, order: np.ndarray, buf: np.ndarray) -> int:
     """Every record read with a positioned read of its own (one core call per piece) and its
-    CRC checked, one thread, nothing decoded: the records drawn as a `shuffle=` pass at batch
-    `block` draws them (`shuffle_numbers`), in pieces of about PIECE_BYTES, each piece's
-    reads in file order, as `batches(shuffle=)` reads them. Records."""
+    CRC checked, one thread, nothing decoded: the records in `order` (`shuffled_order`), in
+    pieces of about PIECE_BYTES, each piece's reads in file order, as `batches(shuffle=)`
+    reads them. Records."""
     from tfrecnp._core import framing
-    from tfrecnp.data.blocks import PIECE_BYTES, shuffle_numbers
+    from tfrecnp.data.blocks import PIECE_BYTES
     from tfrecnp.format.frames import FOOTER_BYTES, HEADER_BYTES, OVERHEAD_BYTES
 
     offsets, lengths = index.offsets, index.lengths
-    n = len(offsets)
     piece = max(1, PIECE_BYTES // int(lengths.mean() + OVERHEAD_BYTES))
-    rng = np.random.default_rng(0)
-    fed = (np.arange(a, min(n, a + block)) for a in range(0, n, block))
-    order = np.concatenate(list(shuffle_numbers(fed, shuffle, rng, block)))
     records = 0
     with open(path, "rb", buffering=0) as f:
-        for a in range(0, n, piece):
+        for a in range(0, len(order), piece):
             ids = np.sort(order[a : a + piece])
             sizes = lengths[ids] + OVERHEAD_BYTES
             at = np.cumsum(sizes) - sizes
@@ -350,8 +353,9 @@ def main(argv: list[str] | None = None) -> int:
                         label: lambda b=b, s=s, ds=ds: _tn_pass(ds, b, s),
                     }
                     if s:
-                        turns[shuffled_limit] = lambda path=path, index=index, buf=buf, s=s: (
-                            shuffled_limit_pass(path, index, buf, s)
+                        order = shuffled_order(len(index), s)
+                        turns[shuffled_limit] = lambda path=path, index=index, o=order, buf=buf: (
+                            shuffled_limit_pass(path, index, o, buf)
                         )
                     for fn in turns.values():  # warm-up: spares, page cache, the index
                         fn()
