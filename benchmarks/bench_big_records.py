@@ -28,6 +28,7 @@ Files, written once by our writer into bench-data/big-records/:
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import subprocess
@@ -152,35 +153,35 @@ def limit_pass(path: Path, buf: np.ndarray | None = None) -> int:
     return records
 
 
-def shuffled_order(n: int, shuffle: int, block: int = 1024) -> np.ndarray:
-    """Record numbers 0..n in the order a `shuffle=` pass at batch `block` draws them
-    (`shuffle_numbers`, seed 0)."""
-    from tfrecnp.data.blocks import shuffle_numbers
+def shuffled_pieces(index: RecordIndex, shuffle: int, block: int = 1024) -> list[np.ndarray]:
+    """The record numbers a `shuffle=` pass at batch `block` draws (`shuffle_numbers`, seed
+    0), cut into pieces of about PIECE_BYTES, each sorted: the reads `batches(shuffle=)`
+    makes, a piece at a time in file order."""
+    from tfrecnp.data.blocks import PIECE_BYTES, shuffle_numbers
+    from tfrecnp.format.frames import OVERHEAD_BYTES
 
+    n = len(index)
     fed = (np.arange(a, min(n, a + block)) for a in range(0, n, block))
-    return np.concatenate(list(shuffle_numbers(fed, shuffle, np.random.default_rng(0), block)))
+    order = np.concatenate(list(shuffle_numbers(fed, shuffle, np.random.default_rng(0), block)))
+    piece = max(1, PIECE_BYTES // int(index.lengths.mean() + OVERHEAD_BYTES))
+    return [np.sort(order[a : a + piece]) for a in range(0, n, piece)]
 
 
-def shuffled_limit_pass(path: Path, index: RecordIndex, order: np.ndarray, buf: np.ndarray) -> int:
-    """Every record read with a positioned read of its own (one core call per piece) and its
-    CRC checked, one thread, nothing decoded: the records in `order` (`shuffled_order`), in
-    pieces of about PIECE_BYTES, each piece's reads in file order, as `batches(shuffle=)`
-    reads them. Records."""
+def shuffled_limit_pass(
+    path: Path, index: RecordIndex, pieces: list[np.ndarray], buf: np.ndarray
+) -> int:
+    """Every record read with a positioned read of its own (one core call per piece, into
+    buf, which holds the largest piece) and its CRC checked, one thread, nothing decoded:
+    the pieces of `shuffled_pieces`. Records."""
     from tfrecnp._core import framing
-    from tfrecnp.data.blocks import PIECE_BYTES
     from tfrecnp.format.frames import FOOTER_BYTES, HEADER_BYTES, OVERHEAD_BYTES
 
-    offsets, lengths = index.offsets, index.lengths
-    piece = max(1, PIECE_BYTES // int(lengths.mean() + OVERHEAD_BYTES))
     records = 0
     with open(path, "rb", buffering=0) as f:
-        for a in range(0, len(order), piece):
-            ids = np.sort(order[a : a + piece])
-            sizes = lengths[ids] + OVERHEAD_BYTES
+        for ids in pieces:
+            sizes = index.lengths[ids] + OVERHEAD_BYTES
             at = np.cumsum(sizes) - sizes
-            if int(sizes.sum()) > len(buf):
-                buf = np.empty(int(sizes.sum()), np.uint8)
-            framing.pread_runs(f.fileno(), offsets[ids], sizes, buf, at)
+            framing.pread_runs(f.fileno(), index.offsets[ids], sizes, buf, at)
             if framing.check_payloads(buf, at + HEADER_BYTES, at + sizes - FOOTER_BYTES) >= 0:
                 raise ValueError("CRC mismatch")
             records += len(ids)
@@ -322,6 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         (_tf_side if side == "tensorflow" else _rust_side)(case, path, int(runs))
         return 0
     import tfrecnp as tn
+    from tfrecnp.format.frames import OVERHEAD_BYTES
     from tfrecnp.framing import scan_file
 
     batches = [int(b) for b in args.batches.split(",")] if args.batches else list(BATCHES)
@@ -352,10 +354,12 @@ def main(argv: list[str] | None = None) -> int:
                         limit: lambda path=path, buf=buf: limit_pass(path, buf),
                         label: lambda b=b, s=s, ds=ds: _tn_pass(ds, b, s),
                     }
-                    if s:
-                        order = shuffled_order(len(index), s)
-                        turns[shuffled_limit] = lambda path=path, index=index, o=order, buf=buf: (
-                            shuffled_limit_pass(path, index, o, buf)
+                    if s:  # its draw and buffer made here, outside the timed passes
+                        pieces = shuffled_pieces(index, s)
+                        most = max(int(index.lengths[ids].sum()) for ids in pieces)
+                        sbuf = np.empty(most + OVERHEAD_BYTES * max(map(len, pieces)), np.uint8)
+                        turns[shuffled_limit] = functools.partial(
+                            shuffled_limit_pass, path, index, pieces, sbuf
                         )
                     for fn in turns.values():  # warm-up: spares, page cache, the index
                         fn()
